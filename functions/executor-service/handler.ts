@@ -1,0 +1,101 @@
+import { CloudEvent } from 'cloudevents';
+import type { Config } from '../../shared/config.ts';
+import { InvalidEventError, parseFunctionEvent } from '../../shared/events.ts';
+import type { CloudEventLike } from '../../shared/events.ts';
+import type { KubeClient } from '../../shared/kube/client.ts';
+import { KubeApiError } from '../../shared/kube/errors.ts';
+import { withRetries } from '../../shared/kube/retrying-client.ts';
+import type { Logger } from '../../shared/log.ts';
+import type { Metrics } from '../../shared/metrics.ts';
+import type { EventResult } from '../../shared/reconcile/context.ts';
+import { reconcileEvent } from '../../shared/reconcile/dispatch.ts';
+import type { ExpiryThrottle } from '../../shared/reconcile/expiry.ts';
+import { DeadlineExceededError } from '../../shared/retry.ts';
+
+export const REPLY_SOURCE = '/spark-exec-svc/executor-service';
+export const REPLY_TYPE_PREFIX = 'spark-exec-svc.';
+
+export interface HandlerDeps {
+  readonly client: KubeClient;
+  readonly config: Config;
+  readonly log: Logger;
+  readonly metrics: Metrics;
+  readonly expiryThrottle: ExpiryThrottle;
+  readonly now?: () => Date;
+  readonly random?: () => number;
+  readonly sleep?: (ms: number) => Promise<void>;
+}
+
+/** The HTTP status tells Knative what to do: 2xx done, 400 never retry, 5xx redeliver. */
+export type Handled =
+  | { readonly status: 200; readonly reply: CloudEvent<EventResult>; readonly result: EventResult }
+  | { readonly status: 400 | 500 | 503; readonly error: string };
+
+const BASE_DELAY_MS = 50;
+const MAX_DELAY_MS = 2_000;
+
+/** One CloudEvent in, one answer out. Never throws. */
+export async function handleEvent(deps: HandlerDeps, event: CloudEventLike, subject?: string): Promise<Handled> {
+  const started = performance.now();
+  const now = deps.now ?? (() => new Date());
+  const fields: Record<string, unknown> = { eventId: event.id, eventType: event.type, subject };
+  let handled: Handled;
+  try {
+    const parsed = parseFunctionEvent(event);
+    const deadline = Date.now() + deps.config.eventDeadlineMs;
+    const client = withRetries(deps.client, {
+      deadline,
+      baseDelayMs: BASE_DELAY_MS,
+      maxDelayMs: MAX_DELAY_MS,
+      random: deps.random ?? Math.random,
+      now: () => Date.now(),
+      sleep: deps.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
+      onRetry: (error, attempt, delayMs) => {
+        deps.metrics.retries++;
+        deps.log.debug('retrying API call', { ...fields, attempt, delayMs: Math.round(delayMs), status: error.status, reason: error.reason });
+      },
+    });
+    const result = await reconcileEvent({ client, config: deps.config, now, log: deps.log, expiryThrottle: deps.expiryThrottle }, parsed);
+    handled = { status: 200, result, reply: replyFor(event, result) };
+    Object.assign(fields, { namespace: result.namespace, pod: result.pod, app: result.app, action: result.action, reason: result.reason });
+    if (result.outcomes.length > 0) fields['services'] = result.outcomes;
+  } catch (error) {
+    handled = failure(error);
+    fields['action'] = 'error';
+    fields['status'] = handled.status;
+    fields['error'] = handled.status === 200 ? undefined : handled.error;
+  }
+  fields['latencyMs'] = Math.round((performance.now() - started) * 100) / 100;
+  if (handled.status === 200) {
+    deps.metrics.eventsHandled++;
+    const action = handled.result.action;
+    if (action === 'ignored') deps.log.debug('event handled', fields);
+    else if (action === 'conflict' || action === 'skipped') deps.log.warn('event handled', fields);
+    else deps.log.info('event handled', fields);
+  } else {
+    deps.metrics.eventsFailed++;
+    if (handled.status === 400) deps.log.warn('event rejected', fields);
+    else deps.log.error('event failed', fields);
+  }
+  return handled;
+}
+
+function failure(error: unknown): Handled {
+  if (error instanceof InvalidEventError) return { status: 400, error: error.message };
+  if (error instanceof DeadlineExceededError) return { status: 503, error: error.message };
+  if (error instanceof KubeApiError) return { status: error.retryable ? 503 : 500, error: error.message };
+  return { status: 500, error: error instanceof Error ? error.message : String(error) };
+}
+
+function replyFor(event: CloudEventLike, result: EventResult): CloudEvent<EventResult> {
+  const topic = result.action === 'ignored' || result.action === 'skipped' || result.action === 'swept' ? result.action : `service.${result.action}`;
+  return new CloudEvent<EventResult>({
+    type: `${REPLY_TYPE_PREFIX}${topic}`,
+    source: REPLY_SOURCE,
+    subject: result.namespace !== undefined && result.pod !== undefined ? `${result.namespace}/${result.pod}` : undefined,
+    datacontenttype: 'application/json',
+    data: result,
+    // Correlates the reply with the event that caused it.
+    causationid: event.id.replace(/[^A-Za-z0-9.\-_]/g, '').slice(0, 128) || undefined,
+  });
+}

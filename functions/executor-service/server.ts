@@ -1,0 +1,136 @@
+import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import { HTTP } from 'cloudevents';
+import type { CloudEventLike } from '../../shared/events.ts';
+import type { Logger } from '../../shared/log.ts';
+import { type HandlerDeps, handleEvent } from './handler.ts';
+
+export const LIVENESS_PATH = '/health/liveness';
+export const READINESS_PATH = '/health/readiness';
+
+export interface FunctionServer {
+  readonly server: Server;
+  /** Port actually bound (useful with port 0). */
+  readonly port: number;
+  readonly inFlight: () => number;
+  /** Stop accepting, answer readiness 503, let in-flight events finish (bounded), then close. */
+  shutdown(graceMs?: number): Promise<void>;
+}
+
+class HttpError extends Error {
+  readonly status: number;
+  constructor(status: number, message: string) {
+    super(message);
+    this.status = status;
+  }
+}
+
+/** The function's HTTP face: CloudEvents on POST /, health probes, graceful shutdown. */
+export async function startFunctionServer(deps: HandlerDeps, options: { port: number; host?: string }): Promise<FunctionServer> {
+  let inFlight = 0;
+  let draining = false;
+  const drained: Array<() => void> = [];
+  const log: Logger = deps.log;
+
+  const server = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method === 'GET' && path === LIVENESS_PATH) return sendJson(res, 200, { status: 'ok' });
+    if (req.method === 'GET' && path === READINESS_PATH) return sendJson(res, draining ? 503 : 200, { status: draining ? 'draining' : 'ready' });
+    if (path !== '/') return sendJson(res, 404, { error: `no route for ${req.method} ${path}` });
+    if (req.method !== 'POST') return sendJson(res, 405, { error: 'CloudEvents are accepted with POST /' }, { allow: 'POST' });
+    inFlight++;
+    void serveEvent(req, res)
+      .catch((error: unknown) => {
+        const status = error instanceof HttpError ? error.status : 500;
+        const message = error instanceof Error ? error.message : String(error);
+        if (status >= 500) log.error('request failed', { error: message });
+        else log.warn('request rejected', { status, error: message });
+        if (!res.headersSent) sendJson(res, status, { error: message });
+      })
+      .finally(() => {
+        inFlight--;
+        if (inFlight === 0) drained.splice(0).forEach((resolve) => resolve());
+      });
+  });
+  server.requestTimeout = deps.config.eventDeadlineMs + 10_000;
+  server.headersTimeout = 10_000;
+
+  async function serveEvent(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await readBody(req, deps.config.maxBodyBytes);
+    const event = toCloudEvent(req, body);
+    const handled = await handleEvent(deps, event, typeof event.subject === 'string' ? event.subject : undefined);
+    if (handled.status !== 200) return sendJson(res, handled.status, { error: handled.error });
+    const message = HTTP.binary(handled.reply);
+    res.writeHead(200, message.headers as Record<string, string>);
+    res.end(typeof message.body === 'string' ? message.body : JSON.stringify(message.body));
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host ?? '0.0.0.0', () => resolve());
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : options.port;
+
+  return {
+    server,
+    port,
+    inFlight: () => inFlight,
+    async shutdown(graceMs = deps.config.eventDeadlineMs + 5_000) {
+      draining = true;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      if (inFlight > 0) {
+        await Promise.race([new Promise<void>((resolve) => drained.push(resolve)), new Promise((r) => setTimeout(r, graceMs).unref())]);
+      }
+      // Whatever is still running past the grace period is cut: its sender gets no 2xx and redelivers.
+      server.closeAllConnections();
+      await closed;
+    },
+  };
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
+  res.end(text);
+}
+
+async function readBody(req: IncomingMessage, limit: number): Promise<string> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit) {
+    req.resume();
+    throw new HttpError(413, `body of ${declared} bytes exceeds the limit of ${limit} bytes`);
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    const buffer = chunk as Buffer;
+    size += buffer.length;
+    if (size > limit) throw new HttpError(413, `body exceeds the limit of ${limit} bytes`);
+    chunks.push(buffer);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** Binary and structured content modes, via the CloudEvents SDK; then its own validation. */
+function toCloudEvent(req: IncomingMessage, body: string): CloudEventLike & { subject?: unknown } {
+  const headers: Record<string, string> = {};
+  for (const [key, value] of Object.entries(req.headers)) {
+    if (value !== undefined) headers[key] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  let parsed: unknown;
+  try {
+    parsed = HTTP.toEvent({ headers, body });
+  } catch (error) {
+    throw new HttpError(400, `not a valid CloudEvent: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  if (Array.isArray(parsed)) throw new HttpError(400, 'batched CloudEvents are not accepted: send one event per request');
+  const event = parsed as import('cloudevents').CloudEvent<unknown>;
+  try {
+    event.validate();
+  } catch (error) {
+    const detail = (error as { errors?: unknown }).errors;
+    throw new HttpError(400, `invalid CloudEvent: ${error instanceof Error ? error.message : String(error)}${detail === undefined ? '' : ` ${JSON.stringify(detail).slice(0, 300)}`}`);
+  }
+  return event;
+}

@@ -1,0 +1,69 @@
+import type { Pod } from './k8s-objects.ts';
+import { BLOCK_MANAGER_PORT_NAME, PORT_ANNOTATION } from './labels.ts';
+
+export type PortSource = 'annotation' | 'spark-java-opt' | 'container-port' | 'default';
+
+export type PortResolution =
+  | { readonly ok: true; readonly port: number; readonly source: PortSource }
+  | { readonly ok: false; readonly reason: string };
+
+/**
+ * Spark passes every `spark.*.port` setting to executors as an env var
+ * `SPARK_JAVA_OPT_<n>=-Dspark.blockManager.port=<port>` (BasicExecutorFeatureStep: SparkConf
+ * isExecutorStartupConf → isSparkPortConf); `spark.executor.extraJavaOptions` lands in the same
+ * variables. Spark declares no container port for it, but a pod template may.
+ */
+const JAVA_OPT_ENV = /^SPARK_JAVA_OPT_\d+$/;
+const BLOCK_MANAGER_PORT_OPT = /^-Dspark\.blockManager\.port=(\d+)$/;
+
+function parsePort(text: string): number | undefined {
+  if (!/^\d{1,5}$/.test(text.trim())) return undefined;
+  const port = Number(text.trim());
+  return port >= 1 && port <= 65535 ? port : undefined;
+}
+
+/** Where the executor's block manager listens, in order: pod annotation, the pod's own spec, the configured default. */
+export function resolveBlockManagerPort(pod: Pod, defaultPort: number | undefined): PortResolution {
+  const annotated = pod.metadata.annotations?.[PORT_ANNOTATION];
+  if (annotated !== undefined) {
+    const port = parsePort(annotated);
+    if (port === undefined) {
+      return { ok: false, reason: `annotation ${PORT_ANNOTATION}=${JSON.stringify(annotated.slice(0, 40))} is not a port number 1-65535` };
+    }
+    return { ok: true, port, source: 'annotation' };
+  }
+  const fromOpts = portFromJavaOpts(pod);
+  if (fromOpts !== undefined) return { ok: true, port: fromOpts, source: 'spark-java-opt' };
+  const fromContainerPort = portFromContainerPorts(pod);
+  if (fromContainerPort !== undefined) return { ok: true, port: fromContainerPort, source: 'container-port' };
+  if (defaultPort !== undefined) return { ok: true, port: defaultPort, source: 'default' };
+  return {
+    ok: false,
+    reason:
+      'no block-manager port: set spark.blockManager.port (Spark passes it as SPARK_JAVA_OPT_<n>), ' +
+      `the pod annotation ${PORT_ANNOTATION}, or BLOCK_MANAGER_PORT`,
+  };
+}
+
+function portFromJavaOpts(pod: Pod): number | undefined {
+  // Port 0 (Spark's default: random) cannot be put in a Service, so it counts as "not said".
+  let found: number | undefined;
+  for (const container of pod.spec?.containers ?? []) {
+    for (const env of container.env ?? []) {
+      if (!JAVA_OPT_ENV.test(env.name) || env.value == null) continue;
+      const match = BLOCK_MANAGER_PORT_OPT.exec(env.value.trim());
+      // The JVM keeps the last -D of a key, so the last one wins here too.
+      if (match?.[1] !== undefined) found = parsePort(match[1]) ?? found;
+    }
+  }
+  return found;
+}
+
+function portFromContainerPorts(pod: Pod): number | undefined {
+  for (const container of pod.spec?.containers ?? []) {
+    for (const port of container.ports ?? []) {
+      if (port.name === BLOCK_MANAGER_PORT_NAME && port.containerPort >= 1 && port.containerPort <= 65535) return port.containerPort;
+    }
+  }
+  return undefined;
+}

@@ -1,0 +1,99 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+
+/** In-cluster, a pod's own namespace is in this file; it is the default watch scope. */
+export const SERVICE_ACCOUNT_NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
+
+const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+const intFromEnv = (min: number, max: number) =>
+  z
+    .string()
+    .trim()
+    .regex(/^\d+$/, 'must be a whole number')
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
+
+const EnvSchema = z.object({
+  WATCH_NAMESPACES: z
+    .string()
+    .optional()
+    .transform((v) => (v ?? '').split(',').map((s) => s.trim()).filter((s) => s !== ''))
+    .pipe(z.array(z.string().max(63).regex(DNS1123_LABEL, 'each namespace must be a DNS-1123 label'))),
+  OPT_IN_MODE: z.enum(['label', 'all']).default('label'),
+  BLOCK_MANAGER_PORT: intFromEnv(1, 65535).optional(),
+  COOLDOWN_SECONDS: intFromEnv(0, 7 * 24 * 3600).default(300),
+  LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+  PORT: intFromEnv(1, 65535).default(8080),
+  EVENT_DEADLINE_MS: intFromEnv(100, 600_000).default(20_000),
+  REQUEST_TIMEOUT_MS: intFromEnv(50, 120_000).default(5_000),
+  MAX_BODY_BYTES: intFromEnv(1024, 64 * 1024 * 1024).default(1024 * 1024),
+  SWEEP_PAGE_SIZE: intFromEnv(1, 5_000).default(500),
+});
+
+export type LogLevel = z.infer<typeof EnvSchema>['LOG_LEVEL'];
+
+export interface Config {
+  /** Namespaces the function may act in; it never touches anything elsewhere. */
+  readonly namespaces: readonly string[];
+  /** `label`: only executors (or their drivers) that carry the opt-in key; `all`: every Spark executor. */
+  readonly optInMode: 'label' | 'all';
+  readonly defaultBlockManagerPort: number | undefined;
+  /** Seconds a Service outlives its executor; 0 = until the driver goes. */
+  readonly cooldownSeconds: number;
+  readonly logLevel: LogLevel;
+  readonly port: number;
+  /** Budget for one event including retries; past it the event is answered 5xx for redelivery. */
+  readonly eventDeadlineMs: number;
+  /** Timeout of one API request. */
+  readonly requestTimeoutMs: number;
+  readonly maxBodyBytes: number;
+  readonly sweepPageSize: number;
+}
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+/** Parses the environment; throws ConfigError with every problem listed, so start-up fails loudly. */
+export function loadConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  readNamespaceFile: () => string | undefined = readServiceAccountNamespace,
+): Config {
+  const parsed = EnvSchema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
+  }
+  const e = parsed.data;
+  let namespaces = e.WATCH_NAMESPACES;
+  if (namespaces.length === 0) {
+    const own = readNamespaceFile()?.trim();
+    if (own === undefined || own === '' || !DNS1123_LABEL.test(own)) {
+      throw new ConfigError(
+        `invalid configuration:\n  WATCH_NAMESPACES: not set, and no namespace could be read from ${SERVICE_ACCOUNT_NAMESPACE_FILE}; set WATCH_NAMESPACES to a comma-separated list of namespaces`,
+      );
+    }
+    namespaces = [own];
+  }
+  return {
+    namespaces: [...new Set(namespaces)],
+    optInMode: e.OPT_IN_MODE,
+    defaultBlockManagerPort: e.BLOCK_MANAGER_PORT,
+    cooldownSeconds: e.COOLDOWN_SECONDS,
+    logLevel: e.LOG_LEVEL,
+    port: e.PORT,
+    eventDeadlineMs: e.EVENT_DEADLINE_MS,
+    requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
+    maxBodyBytes: e.MAX_BODY_BYTES,
+    sweepPageSize: e.SWEEP_PAGE_SIZE,
+  };
+}
+
+function readServiceAccountNamespace(): string | undefined {
+  try {
+    return readFileSync(SERVICE_ACCOUNT_NAMESPACE_FILE, 'utf8');
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,160 @@
+import * as k8s from '@kubernetes/client-node';
+import { z } from 'zod';
+import { Pod, Service } from '../k8s-objects.ts';
+import type { ServiceBody } from '../service-spec.ts';
+import { type CallDescription, KubeApiError, toKubeApiError } from './errors.ts';
+
+export interface Page<T> {
+  readonly items: T[];
+  /** Opaque token for the next page; undefined on the last page. */
+  readonly continueToken: string | undefined;
+}
+
+export type CreateResult = { readonly outcome: 'created'; readonly service: Service } | { readonly outcome: 'exists' };
+export type DeleteResult = 'deleted' | 'not-found' | 'precondition-failed';
+
+/**
+ * Everything the function asks of the Kubernetes API, and nothing more: read pods, manage
+ * Services. Reads return undefined for 404 so that "gone" is a value, not an exception.
+ */
+export interface KubeClient {
+  readPod(namespace: string, name: string): Promise<Pod | undefined>;
+  listPods(namespace: string, labelSelector: string, limit: number, continueToken?: string): Promise<Page<Pod>>;
+  readService(namespace: string, name: string): Promise<Service | undefined>;
+  listServices(namespace: string, labelSelector: string, limit: number, continueToken?: string): Promise<Page<Service>>;
+  createService(body: ServiceBody): Promise<CreateResult>;
+  /** JSON merge patch (RFC 7386); undefined when the Service is gone. */
+  patchService(namespace: string, name: string, patch: Record<string, unknown>): Promise<Service | undefined>;
+  /** Deletes only the Service with this UID, so a newer Service of the same name is never hit. */
+  deleteService(namespace: string, name: string, uid: string): Promise<DeleteResult>;
+}
+
+/** Items of a list response; items are validated one by one below. */
+const ListBody = z.looseObject({
+  items: z.array(z.unknown()),
+  metadata: z.looseObject({ _continue: z.string().nullish() }).nullish(),
+});
+
+/** The real client: @kubernetes/client-node's CoreV1Api with a per-request timeout. */
+export class CoreV1KubeClient implements KubeClient {
+  private readonly api: k8s.CoreV1Api;
+  private readonly timeoutMs: number;
+
+  constructor(kubeConfig: k8s.KubeConfig, timeoutMs: number) {
+    this.api = kubeConfig.makeApiClient(k8s.CoreV1Api);
+    this.timeoutMs = timeoutMs;
+  }
+
+  async readPod(namespace: string, name: string): Promise<Pod | undefined> {
+    const call: CallDescription = { verb: 'get', resource: 'pods', namespace, name };
+    return this.orUndefinedOn404(call, async () => parseObject(Pod, await this.api.readNamespacedPod({ namespace, name }, this.options()), call));
+  }
+
+  async listPods(namespace: string, labelSelector: string, limit: number, continueToken?: string): Promise<Page<Pod>> {
+    const call: CallDescription = { verb: 'list', resource: 'pods', namespace };
+    const body = await this.run(call, () =>
+      this.api.listNamespacedPod({ namespace, labelSelector, limit, _continue: continueToken }, this.options()),
+    );
+    return parsePage(Pod, body, call);
+  }
+
+  async readService(namespace: string, name: string): Promise<Service | undefined> {
+    const call: CallDescription = { verb: 'get', resource: 'services', namespace, name };
+    return this.orUndefinedOn404(call, async () =>
+      parseObject(Service, await this.api.readNamespacedService({ namespace, name }, this.options()), call),
+    );
+  }
+
+  async listServices(namespace: string, labelSelector: string, limit: number, continueToken?: string): Promise<Page<Service>> {
+    const call: CallDescription = { verb: 'list', resource: 'services', namespace };
+    const body = await this.run(call, () =>
+      this.api.listNamespacedService({ namespace, labelSelector, limit, _continue: continueToken }, this.options()),
+    );
+    return parsePage(Service, body, call);
+  }
+
+  async createService(body: ServiceBody): Promise<CreateResult> {
+    const { namespace, name } = body.metadata;
+    const call: CallDescription = { verb: 'create', resource: 'services', namespace, name };
+    try {
+      const created = await this.run(call, () => this.api.createNamespacedService({ namespace, body }, this.options()));
+      return { outcome: 'created', service: parseObject(Service, created, call) };
+    } catch (error) {
+      if (error instanceof KubeApiError && error.status === 409 && error.reason === 'AlreadyExists') return { outcome: 'exists' };
+      throw error;
+    }
+  }
+
+  async patchService(namespace: string, name: string, patch: Record<string, unknown>): Promise<Service | undefined> {
+    const call: CallDescription = { verb: 'patch', resource: 'services', namespace, name };
+    return this.orUndefinedOn404(call, async () =>
+      parseObject(
+        Service,
+        await this.api.patchNamespacedService({ namespace, name, body: patch }, this.options(k8s.PatchStrategy.MergePatch)),
+        call,
+      ),
+    );
+  }
+
+  async deleteService(namespace: string, name: string, uid: string): Promise<DeleteResult> {
+    const call: CallDescription = { verb: 'delete', resource: 'services', namespace, name };
+    try {
+      await this.run(call, () =>
+        this.api.deleteNamespacedService({ namespace, name, body: { preconditions: { uid } } }, this.options()),
+      );
+      return 'deleted';
+    } catch (error) {
+      if (error instanceof KubeApiError && error.status === 404) return 'not-found';
+      // A failed UID precondition is a 409 Conflict: the name now belongs to another object.
+      if (error instanceof KubeApiError && error.status === 409 && /precondition/i.test(error.message)) return 'precondition-failed';
+      throw error;
+    }
+  }
+
+  private async run<T>(call: CallDescription, request: () => Promise<T>): Promise<T> {
+    try {
+      return await request();
+    } catch (error) {
+      throw toKubeApiError(error, call);
+    }
+  }
+
+  private async orUndefinedOn404<T>(call: CallDescription, request: () => Promise<T>): Promise<T | undefined> {
+    try {
+      return await this.run(call, request);
+    } catch (error) {
+      if (error instanceof KubeApiError && error.status === 404) return undefined;
+      throw error;
+    }
+  }
+
+  /** Per-request options: an abort timeout, and the patch content type when patching. */
+  private options(contentType?: string): k8s.ConfigurationOptions {
+    const timeoutMs = this.timeoutMs;
+    const middleware: k8s.ObservableMiddleware = {
+      pre: (context) => {
+        context.setSignal(AbortSignal.timeout(timeoutMs));
+        if (contentType !== undefined) context.setHeaderParam('Content-Type', contentType);
+        return new k8s.Observable(Promise.resolve(context));
+      },
+      post: (context) => new k8s.Observable(Promise.resolve(context)),
+    };
+    return { middleware: [middleware], middlewareMergeStrategy: 'append' };
+  }
+}
+
+function parseObject<T>(schema: z.ZodType<T>, value: unknown, call: CallDescription): T {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) {
+    throw new KubeApiError(`${call.verb} ${call.resource}: unexpected response shape: ${parsed.error.issues[0]?.message ?? ''}`, 502, 'InvalidResponse', false, undefined);
+  }
+  return parsed.data;
+}
+
+function parsePage<T>(schema: z.ZodType<T>, value: unknown, call: CallDescription): Page<T> {
+  const list = parseObject(ListBody, value, call);
+  const items: T[] = [];
+  for (const item of list.items) items.push(parseObject(schema, item, call));
+  const token = list.metadata?._continue;
+  return { items, continueToken: token === null || token === undefined || token === '' ? undefined : token };
+}

@@ -1,0 +1,74 @@
+import { isCooldownExpired } from '../cooldown.ts';
+import { appServicesSelector, isOurService } from '../service-spec.ts';
+import type { ReconcileContext, ServiceOutcome } from './context.ts';
+import { deleteOurs } from './delete.ts';
+
+/** Page size of the per-app list: one application rarely has more executors than this at once. */
+const APP_LIST_PAGE = 500;
+
+/**
+ * Deletes the app's Services whose cool-down is over. Without a long-running controller,
+ * this runs on events that touch the app and in the periodic sweep.
+ */
+export async function expireCooledDown(
+  ctx: ReconcileContext,
+  namespace: string,
+  appId: string,
+  alreadyHandled: readonly string[] = [],
+): Promise<ServiceOutcome[]> {
+  if (ctx.config.cooldownSeconds <= 0) return [];
+  ctx.expiryThrottle?.noteScanned(namespace, appId, ctx.now().getTime());
+  const outcomes: ServiceOutcome[] = [];
+  let token: string | undefined;
+  do {
+    const page = await ctx.client.listServices(namespace, appServicesSelector(appId), APP_LIST_PAGE, token);
+    for (const service of page.items) {
+      if (alreadyHandled.includes(service.metadata.name) || !isOurService(service)) continue;
+      if (isCooldownExpired(service, ctx.now(), ctx.config.cooldownSeconds)) outcomes.push(await deleteOurs(ctx, service, 'cool-down over'));
+    }
+    token = page.continueToken;
+  } while (token !== undefined);
+  return outcomes;
+}
+
+/** On executor add/update, scan at most once per interval per app, so steady updates stay cheap. */
+export async function expireCooledDownThrottled(ctx: ReconcileContext, namespace: string, appId: string): Promise<ServiceOutcome[]> {
+  const throttle = ctx.expiryThrottle;
+  if (throttle === undefined || ctx.config.cooldownSeconds <= 0) return [];
+  if (!throttle.isDue(namespace, appId, ctx.now().getTime(), ctx.config.cooldownSeconds)) return [];
+  return expireCooledDown(ctx, namespace, appId);
+}
+
+/**
+ * Remembers when each app was last scanned for expired Services. Bounded: the oldest entries
+ * are forgotten first (a forgotten app is merely scanned again), so memory does not grow with N.
+ */
+export class ExpiryThrottle {
+  private readonly lastScan = new Map<string, number>();
+  private readonly maxApps: number;
+
+  constructor(maxApps = 1024) {
+    this.maxApps = maxApps;
+  }
+
+  /** Due when never scanned, or when a quarter of the cool-down (at most a minute) has passed. */
+  isDue(namespace: string, appId: string, nowMs: number, cooldownSeconds: number): boolean {
+    const last = this.lastScan.get(`${namespace}/${appId}`);
+    const intervalMs = Math.min(60_000, (cooldownSeconds * 1000) / 4);
+    return last === undefined || nowMs - last >= intervalMs;
+  }
+
+  noteScanned(namespace: string, appId: string, nowMs: number): void {
+    const key = `${namespace}/${appId}`;
+    this.lastScan.delete(key);
+    this.lastScan.set(key, nowMs);
+    if (this.lastScan.size > this.maxApps) {
+      const oldest = this.lastScan.keys().next().value;
+      if (oldest !== undefined) this.lastScan.delete(oldest);
+    }
+  }
+
+  get size(): number {
+    return this.lastScan.size;
+  }
+}
