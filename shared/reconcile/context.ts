@@ -1,6 +1,7 @@
 import type { Config } from '../config.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { Logger } from '../log.ts';
+import type { EnsuredCache } from './ensured-cache.ts';
 import type { ExpiryThrottle } from './expiry.ts';
 
 /** What one event's reconciliation may use: the API (already wrapped with retries), config, a clock. */
@@ -11,6 +12,8 @@ export interface ReconcileContext {
   readonly log: Logger;
   /** Shared across events of one process; absent = no opportunistic expiry scans on add/update. */
   readonly expiryThrottle?: ExpiryThrottle | undefined;
+  /** Shared across events of one process; absent = every update is checked against the API. */
+  readonly ensuredCache?: EnsuredCache | undefined;
 }
 
 /** What happened to one Service. */

@@ -9,7 +9,11 @@ import { type EventResult, type ServiceOutcome, headline, ignored, skipped } fro
 import type { ReconcileContext } from './context.ts';
 import { type DriverState, findDriverByLabels, readDriver } from './driver-lookup.ts';
 import { deleteOurs } from './delete.ts';
-import { expireCooledDown, expireCooledDownThrottled } from './expiry.ts';
+import { ensuredKey } from './ensured-cache.ts';
+import { expireCooledDownThrottled } from './expiry.ts';
+
+const NOT_OPTED_IN = 'not-opted-in:';
+const NOT_OPTED_IN_REASON = 'not opted in (executor and driver pod lack spark-exec-svc/enabled=true)';
 
 /** Attempts at create-or-read when the Service disappears between our calls (a concurrent delete). */
 const MAX_ENSURE_ATTEMPTS = 3;
@@ -18,17 +22,32 @@ const MAX_ENSURE_ATTEMPTS = 3;
 export async function ensureExecutorService(ctx: ReconcileContext, executor: SparkExecutor): Promise<EventResult> {
   const { pod, appId, execId } = executor;
   const base = { namespace: pod.metadata.namespace, pod: pod.metadata.name, app: appId };
+  const port = resolveBlockManagerPort(pod, ctx.config.defaultBlockManagerPort);
+  if (!port.ok) return skipped(port.reason, base);
+
+  // An update that changes nothing we use costs no API call (see EnsuredCache).
+  const name = executorServiceName(appId, execId);
+  const key = ensuredKey(base.namespace, name);
+  const fingerprint = JSON.stringify([pod.metadata.name, executor.driver?.uid, port.port, hasOptIn(pod)]);
+  const remembered = ctx.ensuredCache?.lookup(key);
+  if (remembered === fingerprint) {
+    return { action: 'verified', ...base, outcomes: [{ namespace: base.namespace, service: name, action: 'verified', detail: 'unchanged since last ensured' }] };
+  }
+  if (remembered === `${NOT_OPTED_IN}${fingerprint}`) return ignored(NOT_OPTED_IN_REASON, base);
+
   const driver = executor.driver !== undefined ? undefined : await findDriverByLabels(ctx, pod.metadata.namespace, appId);
   if (typeof driver === 'string') return skipped(driver, base);
   const driverIdentity = executor.driver ?? driver!.identity;
 
   if (ctx.config.optInMode === 'label' && !hasOptIn(pod)) {
     const driverPod = driver?.pod ?? (await readDriver(ctx, driverIdentity)).pod;
-    if (driverPod === undefined || !hasOptIn(driverPod)) return ignored('not opted in (executor and driver pod lack spark-exec-svc/enabled=true)', base);
+    if (driverPod === undefined || !hasOptIn(driverPod)) {
+      // Spark cannot relabel a running driver, so this answer holds for this executor.
+      ctx.ensuredCache?.remember(key, `${NOT_OPTED_IN}${fingerprint}`);
+      return ignored(NOT_OPTED_IN_REASON, base);
+    }
   }
 
-  const port = resolveBlockManagerPort(pod, ctx.config.defaultBlockManagerPort);
-  if (!port.ok) return skipped(port.reason, base);
   const desired = desiredExecutorService({
     namespace: pod.metadata.namespace,
     appId,
@@ -50,6 +69,9 @@ export async function ensureExecutorService(ctx: ReconcileContext, executor: Spa
     outcome = await reconcileExisting(ctx, existing, desired);
   }
   if (outcome === undefined) throw new Error(`service ${desired.metadata.name} kept disappearing while being ensured`);
+  if (outcome.action === 'created' || outcome.action === 'patched' || (outcome.action === 'verified' && outcome.detail === undefined)) {
+    ctx.ensuredCache?.remember(key, fingerprint);
+  }
   const outcomes = [outcome, ...(await expireCooledDownThrottled(ctx, base.namespace, appId))];
   return { action: outcome.action, ...base, outcomes };
 }
@@ -98,6 +120,7 @@ export interface GoneExecutor {
 export async function executorGone(ctx: ReconcileContext, gone: GoneExecutor): Promise<EventResult> {
   const base = { namespace: gone.namespace, pod: gone.executorPodName, app: gone.appId };
   const name = executorServiceName(gone.appId, gone.execId);
+  ctx.ensuredCache?.forget(ensuredKey(gone.namespace, name));
   const existing = await ctx.client.readService(gone.namespace, name);
   if (existing !== undefined && !isOurService(existing)) {
     return { action: 'conflict', ...base, outcomes: [{ namespace: gone.namespace, service: name, action: 'conflict', detail: 'not managed by spark-exec-svc; left untouched' }] };
@@ -125,7 +148,7 @@ export async function executorGone(ctx: ReconcileContext, gone: GoneExecutor): P
   } else {
     outcomes.push(await markGone(ctx, existing, gone, driver.identity));
   }
-  if (typeof driver !== 'string' && driver.alive) outcomes.push(...(await expireCooledDown(ctx, gone.namespace, gone.appId, [name])));
+  if (typeof driver !== 'string' && driver.alive) outcomes.push(...(await expireCooledDownThrottled(ctx, gone.namespace, gone.appId)));
   return { action: headline(outcomes) ?? 'verified', ...base, outcomes };
 }
 

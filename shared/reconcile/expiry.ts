@@ -31,7 +31,7 @@ export async function expireCooledDown(
   return outcomes;
 }
 
-/** On executor add/update, scan at most once per interval per app, so steady updates stay cheap. */
+/** On executor events, scan at most once per interval per app, so that busy apps stay cheap. */
 export async function expireCooledDownThrottled(ctx: ReconcileContext, namespace: string, appId: string): Promise<ServiceOutcome[]> {
   const throttle = ctx.expiryThrottle;
   if (throttle === undefined || ctx.config.cooldownSeconds <= 0) return [];
@@ -51,11 +51,18 @@ export class ExpiryThrottle {
     this.maxApps = maxApps;
   }
 
-  /** Due when never scanned, or when a quarter of the cool-down (at most a minute) has passed. */
+  /**
+   * Due when a quarter of the cool-down (at most a minute) has passed since the last scan.
+   * An app seen for the first time starts its clock now: nothing of it can have expired in
+   * this process's view yet, and the sweep covers what happened before the process started.
+   */
   isDue(namespace: string, appId: string, nowMs: number, cooldownSeconds: number): boolean {
     const last = this.lastScan.get(`${namespace}/${appId}`);
-    const intervalMs = Math.min(60_000, (cooldownSeconds * 1000) / 4);
-    return last === undefined || nowMs - last >= intervalMs;
+    if (last === undefined) {
+      this.noteScanned(namespace, appId, nowMs);
+      return false;
+    }
+    return nowMs - last >= Math.min(60_000, (cooldownSeconds * 1000) / 4);
   }
 
   noteScanned(namespace: string, appId: string, nowMs: number): void {
