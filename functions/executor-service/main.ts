@@ -3,6 +3,7 @@ import { ConfigError, loadConfig } from '../../shared/config.ts';
 import { CoreV1KubeClient } from '../../shared/kube/client.ts';
 import { jsonLogger } from '../../shared/log.ts';
 import { newMetrics } from '../../shared/metrics.ts';
+import { EnsuredCache } from '../../shared/reconcile/ensured-cache.ts';
 import { ExpiryThrottle } from '../../shared/reconcile/expiry.ts';
 import { startFunctionServer } from './server.ts';
 
@@ -23,7 +24,7 @@ async function main(): Promise<void> {
   kubeConfig.loadFromDefault();
   const metrics = newMetrics();
   const server = await startFunctionServer(
-    { client: new CoreV1KubeClient(kubeConfig, config.requestTimeoutMs), config, log, metrics, expiryThrottle: new ExpiryThrottle() },
+    { client: new CoreV1KubeClient(kubeConfig, config.requestTimeoutMs), config, log, metrics, expiryThrottle: new ExpiryThrottle(), ensuredCache: new EnsuredCache() },
     { port: config.port },
   );
   log.info('listening', {
