@@ -1,7 +1,7 @@
 import type { Pod } from './k8s-objects.ts';
-import { BLOCK_MANAGER_PORT_NAME, PORT_ANNOTATION } from './labels.ts';
+import { PORT_ANNOTATION } from './labels.ts';
 
-export type PortSource = 'annotation' | 'spark-java-opt' | 'container-port' | 'default';
+export type PortSource = 'annotation' | 'spark-java-opt' | 'default';
 
 export type PortResolution =
   | { readonly ok: true; readonly port: number; readonly source: PortSource }
@@ -10,8 +10,10 @@ export type PortResolution =
 /**
  * Spark passes every `spark.*.port` setting to executors as an env var
  * `SPARK_JAVA_OPT_<n>=-Dspark.blockManager.port=<port>` (BasicExecutorFeatureStep: SparkConf
- * isExecutorStartupConf → isSparkPortConf); `spark.executor.extraJavaOptions` lands in the same
- * variables. Spark declares no container port for it, but a pod template may.
+ * isExecutorStartupConf → isSparkPortConf); that is the port the executor JVM really uses.
+ * The container port Spark names `blockmanager` is NOT read: Spark fills it with 7079 even when
+ * spark.blockManager.port is unset and the executor listens on a random port
+ * (docs/executor-recipe.md).
  */
 const JAVA_OPT_ENV = /^SPARK_JAVA_OPT_\d+$/;
 const BLOCK_MANAGER_PORT_OPT = /^-Dspark\.blockManager\.port=(\d+)$/;
@@ -34,8 +36,6 @@ export function resolveBlockManagerPort(pod: Pod, defaultPort: number | undefine
   }
   const fromOpts = portFromJavaOpts(pod);
   if (fromOpts !== undefined) return { ok: true, port: fromOpts, source: 'spark-java-opt' };
-  const fromContainerPort = portFromContainerPorts(pod);
-  if (fromContainerPort !== undefined) return { ok: true, port: fromContainerPort, source: 'container-port' };
   if (defaultPort !== undefined) return { ok: true, port: defaultPort, source: 'default' };
   return {
     ok: false,
@@ -57,13 +57,4 @@ function portFromJavaOpts(pod: Pod): number | undefined {
     }
   }
   return found;
-}
-
-function portFromContainerPorts(pod: Pod): number | undefined {
-  for (const container of pod.spec?.containers ?? []) {
-    for (const port of container.ports ?? []) {
-      if (port.name === BLOCK_MANAGER_PORT_NAME && port.containerPort >= 1 && port.containerPort <= 65535) return port.containerPort;
-    }
-  }
-  return undefined;
 }

@@ -81,7 +81,7 @@ function generatedCases(): Case[] {
   for (const [t, exec] of sample(fc.tuple(ms, execId), 300, 2)) cases.push({ app: `spark-application-${t}`, exec });
   // custom spark.app.id: label-value characters, upper case, "_" and "." included, 1..63 long
   const custom = fc.string({ unit: labelValueChars, minLength: 1, maxLength: 63 });
-  for (const [app, exec] of sample(fc.tuple(custom, execId), 800, 3)) cases.push({ app, exec });
+  for (const [app, exec] of sample(fc.tuple(custom, execId), 650, 3)) cases.push({ app, exec });
   // ids that are already label-shaped: some give the plain name, long ones the hashed one
   const lower = fc.string({ unit: lowerChars, minLength: 1, maxLength: 63 });
   for (const [app, exec] of sample(fc.tuple(lower, execId), 300, 4)) cases.push({ app, exec });
