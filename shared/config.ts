@@ -60,7 +60,9 @@ export function loadConfig(
   env: NodeJS.ProcessEnv = process.env,
   readNamespaceFile: () => string | undefined = readServiceAccountNamespace,
 ): Config {
-  const parsed = EnvSchema.safeParse(env);
+  // An empty variable (common in manifests and templating) means "not set".
+  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value.trim() !== ''));
+  const parsed = EnvSchema.safeParse(present);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
     throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);

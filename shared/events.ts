@@ -97,7 +97,7 @@ function decodeData(event: CloudEventLike): unknown {
     try {
       return JSON.parse(data) as unknown;
     } catch {
-      throw new InvalidEventError('data is not valid JSON');
+      throw new InvalidEventError('data is not a JSON object');
     }
   }
   if (data === undefined || data === null) throw new InvalidEventError('event has no data');

@@ -35,7 +35,7 @@ describe('HTTP surface', () => {
       [{ 'content-type': 'application/cloudevents+json' }, '{not json', /CloudEvent/],
       [{ 'content-type': 'application/cloudevents+json' }, JSON.stringify({ specversion: '1.0', type: 'x' }), /CloudEvent/],
       [{ 'ce-specversion': '1.0', 'ce-id': '1', 'ce-source': 's', 'ce-type': podEventType('add'), 'content-type': 'application/json' }, '[1,2', /JSON|CloudEvent/],
-      [{ 'ce-specversion': '1.0', 'ce-id': '1', 'ce-source': 's', 'ce-type': podEventType('add'), 'content-type': 'application/json' }, '"a string"', /Kubernetes object/],
+      [{ 'ce-specversion': '1.0', 'ce-id': '1', 'ce-source': 's', 'ce-type': podEventType('add'), 'content-type': 'application/json' }, '"a string"', /JSON object|Kubernetes object/],
       [
         { 'ce-specversion': '1.0', 'ce-id': '1', 'ce-source': 's', 'ce-type': podEventType('add'), 'content-type': 'application/json' },
         JSON.stringify({ kind: 'Pod', metadata: { name: 'x', namespace: NS, uid: 'u', labels: { 'spark-role': 'executor', 'spark-app-selector': '$(reboot)', 'spark-exec-id': '1' } } }),

@@ -25,9 +25,9 @@ afterEach(async () => {
 });
 
 /** A Spark application in the emulator: the driver pod and helpers to add executors. */
-function sparkApp(harness: Harness, opts: { appId?: string; driverOptIn?: boolean } = {}) {
+function sparkApp(harness: Harness, opts: { appId?: string; driverOptIn?: boolean; driverName?: string } = {}) {
   const appId = opts.appId ?? sparkAppId(42);
-  const driver = harness.createPod(driverPod({ namespace: NS, appId, optIn: opts.driverOptIn }));
+  const driver = harness.createPod(driverPod({ namespace: NS, appId, optIn: opts.driverOptIn, name: opts.driverName }));
   const driverRef = { name: driver.metadata.name, uid: driver.metadata.uid! };
   return {
     appId,
@@ -213,16 +213,18 @@ describe('scope and safety', () => {
       metadata: { name, namespace: NS, labels: { team: 'someone-else' } },
       spec: { selector: { app: 'theirs' }, ports: [{ name: 'http', port: 80 }] },
     }) as Svc;
-    const reply = await h.send('add', app.executor('1'));
+    const e1 = app.executor('1');
+    const reply = await h.send('add', e1);
     expect(reply.type).toBe('spark-exec-svc.service.conflict');
     const after = h.emulator.getObject('services', NS, name) as Svc;
     expect(after).toEqual(foreign);
-    const gone = await h.send('delete', app.executor('1'));
+    h.emulator.deleteObject('pods', NS, e1.metadata.name);
+    const gone = await h.send('delete', e1);
     expect(gone.type).toBe('spark-exec-svc.service.conflict');
     expect(h.emulator.getObject('services', NS, name)).toEqual(foreign);
   });
 
-  it('drift is repaired: a changed port or selector is patched back', async () => {
+  it('drift is repaired by the sweep and by any process that has not cached the Service', async () => {
     h = await startHarness();
     const app = sparkApp(h);
     const e1 = app.executor('1');
@@ -233,17 +235,32 @@ describe('scope and safety', () => {
       headers: { 'content-type': 'application/merge-patch+json' },
       body: JSON.stringify({ spec: { selector: { 'spark-exec-id': '9' }, ports: [{ name: 'x', port: 1, targetPort: 1 }] } }),
     });
-    const reply = await h.send('update', e1);
-    expect(reply.type).toBe('spark-exec-svc.service.patched');
-    const svc = h.emulator.getObject('services', NS, name) as Svc;
+    const reply = await postSweep(h);
+    expect(reply.data?.outcomes).toEqual([expect.objectContaining({ service: name, action: 'patched' })]);
+    let svc = h.emulator.getObject('services', NS, name) as Svc;
+    expect(svc.spec.selector).toEqual({ 'spark-app-selector': app.appId, 'spark-exec-id': '1' });
+    // A second instance of the function (no cache) fixes drift on the next add/update too.
+    await fetch(`${h.emulator.url}/api/v1/namespaces/${NS}/services/${name}`, {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/merge-patch+json' },
+      body: JSON.stringify({ spec: { ports: [{ name: 'x', port: 2, targetPort: 2 }] } }),
+    });
+    const other = await startHarness({}, { emulator: h.emulator });
+    try {
+      const fromOther = await other.send('update', e1);
+      expect(fromOther.type).toBe('spark-exec-svc.service.patched');
+    } finally {
+      await other.close();
+    }
+    svc = h.emulator.getObject('services', NS, name) as Svc;
     expect(svc.spec.selector).toEqual({ 'spark-app-selector': app.appId, 'spark-exec-id': '1' });
     expect(svc.spec.ports).toEqual([expect.objectContaining({ name: 'spark-block-manager', port: 7079, targetPort: 7079 })]);
   });
 
   it('custom app ids that make the plain name invalid get the hashed form, without collisions', async () => {
     h = await startHarness();
-    const a = sparkApp(h, { appId: 'My_Job.2026-12-02' });
-    const b = sparkApp(h, { appId: 'my-job-2026-12-02' });
+    const a = sparkApp(h, { appId: 'My_Job.2026-12-02', driverName: 'job-a-driver' });
+    const b = sparkApp(h, { appId: 'my-job-2026-12-02', driverName: 'job-b-driver' });
     const long = sparkApp(h, { appId: `nightly-${'x'.repeat(50)}` });
     for (const app of [a, b, long]) expect((await h.send('add', app.executor('12'))).type).toBe('spark-exec-svc.service.created');
     const names = ours(h).map((s) => s.metadata.name);
@@ -278,7 +295,7 @@ describe('cool-down', () => {
     h.emulator.deleteObject('pods', NS, e2.metadata.name);
     await h.send('delete', e2);
     expect(ours(h)).toHaveLength(3);
-    now = new Date('2026-12-02T12:01:01Z');
+    now = new Date('2026-12-02T12:01:20Z');
     // Events that touch the app end expired Services (at most every cool-down/4, ≤ 60 s): here a new executor.
     const reply = await h.send('add', app.executor('4'));
     expect(reply.data?.outcomes).toEqual(expect.arrayContaining([expect.objectContaining({ service: executorServiceName(app.appId, '1'), action: 'deleted' })]));
@@ -306,7 +323,7 @@ describe('sweep (PingSource)', () => {
     expect(reply.type).toBe('spark-exec-svc.swept');
     expect(ours(h).map((s) => s.metadata.name).sort()).toEqual(['1', '2', '3', '4'].map((id) => executorServiceName(app.appId, id)).sort());
     expect(h.emulator.getObject('services', NS, 'web')).toBeDefined();
-    expect(h.emulator.countRequests({ verb: 'list' })).toBeGreaterThanOrEqual(5); // 4 executor pods at page size 2 → several pages
+    expect(h.emulator.countRequests({ verb: 'list', resource: 'pods' })).toBeGreaterThanOrEqual(3); // 4 executor pods at page size 2: 2 pages, + drivers
     // Second sweep: nothing left to repair.
     const again = await postSweep(h);
     expect(again.data?.outcomes).toEqual([]);

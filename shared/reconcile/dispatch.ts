@@ -67,18 +67,23 @@ async function reconcileReference(ctx: ReconcileContext, verb: Verb, namespace: 
   const related = await servicesNamingPod(ctx, namespace, name);
   if (related.length === 0) return ignored('no Service of ours refers to this pod', { namespace, pod: name });
   const results: EventResult[] = [];
+  const driverHandled = new Set<string>();
   for (const service of related) {
     const appId = service.metadata.labels?.[SPARK_APP_ID_LABEL];
     const execId = service.metadata.labels?.[SPARK_EXECUTOR_ID_LABEL];
-    const owner = (service.metadata.ownerReferences ?? [])[0];
     if (appId === undefined || execId === undefined) continue;
-    const driver = owner === undefined ? undefined : { namespace, name: owner.name, uid: owner.uid };
-    if (service.metadata.annotations?.[EXECUTOR_POD_ANNOTATION] === name) {
+    const owner = (service.metadata.ownerReferences ?? [])[0];
+    const annotations = service.metadata.annotations ?? {};
+    if (annotations[EXECUTOR_POD_ANNOTATION] === name) {
       if (pod !== undefined && pod.metadata.labels?.[SPARK_EXECUTOR_ID_LABEL] === execId && !isPodFinished(pod)) continue; // same executor, alive
+      const driver = owner === undefined ? undefined : { namespace, name: owner.name, uid: owner.uid };
       results.push(await executorGone(ctx, { namespace, appId, execId, executorPodName: name, driver, pod: undefined }));
-    } else if (driver !== undefined && driver.name === name && !isLivePod(pod, driver)) {
+    } else if (annotations[DRIVER_POD_ANNOTATION] === name && !driverHandled.has(appId)) {
+      // The uid of the deleted driver is only known from an ownerReference; without one, every Service is a stray.
+      const driver = { namespace, name, uid: owner?.name === name ? owner.uid : '' };
+      if (pod !== undefined && isLivePod(pod, driver)) continue;
+      driverHandled.add(appId); // one driverGone covers every Service of the app
       results.push(await driverGone(ctx, driver, appId, true));
-      break; // one driverGone covers every Service of the app
     }
   }
   const outcomes: ServiceOutcome[] = results.flatMap((r) => r.outcomes);

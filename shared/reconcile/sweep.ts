@@ -1,10 +1,12 @@
 import type { Pod, Service } from '../k8s-objects.ts';
 import type { Page } from '../kube/client.ts';
 import { EXECUTOR_GONE_AT_ANNOTATION, SPARK_ROLE_DRIVER, SPARK_ROLE_EXECUTOR, SPARK_ROLE_LABEL } from '../labels.ts';
+import { executorServiceName } from '../naming.ts';
 import { OUR_SERVICES_SELECTOR } from '../service-spec.ts';
 import { planSweep } from '../sweep-plan.ts';
 import type { EventResult, ReconcileContext, ServiceOutcome } from './context.ts';
 import { deleteOurs } from './delete.ts';
+import { ensuredKey } from './ensured-cache.ts';
 import { ensureExecutorService } from './executor.ts';
 
 /**
@@ -24,6 +26,8 @@ export async function sweep(ctx: ReconcileContext): Promise<EventResult> {
     examined += services.length;
     for (const step of planSweep({ executors, drivers, services }, ctx.config, ctx.now())) {
       if (step.kind === 'ensure') {
+        // The plan saw the Service missing or drifted: whatever this process cached about it is stale.
+        ctx.ensuredCache?.forget(ensuredKey(namespace, executorServiceName(step.executor.appId, step.executor.execId)));
         const result = await ensureExecutorService(ctx, step.executor);
         outcomes.push(...result.outcomes.map((o) => ({ ...o, detail: [step.why, o.detail].filter(Boolean).join('; ') })));
       } else if (step.kind === 'delete') {

@@ -27,8 +27,15 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function startHarness(env: Record<string, string> = {}, opts: { logger?: Logger; now?: () => Date } = {}): Promise<Harness> {
-  const emulator = await startEmulator();
+export interface HarnessOptions {
+  readonly logger?: Logger;
+  readonly now?: () => Date;
+  /** Share another harness's API server (e.g. two function instances); it is then not stopped by close(). */
+  readonly emulator?: KubeEmulator;
+}
+
+export async function startHarness(env: Record<string, string> = {}, opts: HarnessOptions = {}): Promise<Harness> {
+  const emulator = opts.emulator ?? (await startEmulator());
   const config = loadConfig({ WATCH_NAMESPACES: 'spark', BLOCK_MANAGER_PORT: '7079', LOG_LEVEL: 'debug', ...env }, () => undefined);
   const logs: Array<Record<string, unknown>> = [];
   const log = opts.logger ?? jsonLogger('debug', (line) => logs.push(JSON.parse(line) as Record<string, unknown>));
@@ -65,7 +72,7 @@ export async function startHarness(env: Record<string, string> = {}, opts: { log
     services: (namespace) => emulator.listObjects('services', namespace),
     async close() {
       await fn.shutdown(1000);
-      await emulator.stop();
+      if (opts.emulator === undefined) await emulator.stop();
     },
   };
 }

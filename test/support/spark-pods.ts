@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 /**
  * Pods shaped as Apache Spark creates them on Kubernetes (labels from Constants.scala,
  * env and ownerReference from BasicDriverFeatureStep / BasicExecutorFeatureStep).
@@ -20,12 +22,15 @@ export interface PodBody {
 
 export const OPT_IN = { 'spark-exec-svc/enabled': 'true' };
 
+/** Spark derives pod names from the app name, lower-cased and cleaned (KubernetesConf.getResourceNamePrefix). */
+const podNamePart = (appId: string): string => appId.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '');
+
 export function driverPod(opts: { namespace: string; appId: string; name?: string; optIn?: boolean; phase?: string }): PodBody {
   return {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: {
-      name: opts.name ?? `${opts.appId.slice(0, 40)}-driver`,
+      name: opts.name ?? `${podNamePart(opts.appId).slice(0, 40)}-driver`,
       namespace: opts.namespace,
       labels: {
         'spark-app-selector': opts.appId,
@@ -69,7 +74,7 @@ export function executorPod(opts: {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: {
-      name: opts.name ?? `spark-pi-${opts.appId.slice(-8)}-exec-${opts.execId}`,
+      name: opts.name ?? `spark-pi-${createHash('sha256').update(opts.appId).digest('hex').slice(0, 8)}-exec-${opts.execId}`,
       namespace: opts.namespace,
       labels: {
         'spark-app-selector': opts.appId,
