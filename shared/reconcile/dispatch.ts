@@ -1,6 +1,7 @@
 import type { FunctionEvent, Verb } from '../events.ts';
 import type { Pod, Service } from '../k8s-objects.ts';
 import { DRIVER_POD_ANNOTATION, EXECUTOR_POD_ANNOTATION, SPARK_APP_ID_LABEL, SPARK_EXECUTOR_ID_LABEL } from '../labels.ts';
+import { forEachPage } from '../kube/paging.ts';
 import { OUR_SERVICES_SELECTOR, isOurService } from '../service-spec.ts';
 import { classifySparkPod, isLivePod, isPodFinished } from '../spark-pod.ts';
 import { type EventResult, type ServiceOutcome, headline, ignored } from './context.ts';
@@ -93,15 +94,15 @@ async function reconcileReference(ctx: ReconcileContext, verb: Verb, namespace: 
 /** Our Services whose annotations name this pod as their executor or driver (paged list). */
 async function servicesNamingPod(ctx: ReconcileContext, namespace: string, podName: string): Promise<Service[]> {
   const found: Service[] = [];
-  let token: string | undefined;
-  do {
-    const page = await ctx.client.listServices(namespace, OUR_SERVICES_SELECTOR, ctx.config.sweepPageSize, token);
-    for (const service of page.items) {
-      if (!isOurService(service)) continue;
-      const annotations = service.metadata.annotations ?? {};
-      if (annotations[EXECUTOR_POD_ANNOTATION] === podName || annotations[DRIVER_POD_ANNOTATION] === podName) found.push(service);
-    }
-    token = page.continueToken;
-  } while (token !== undefined);
+  await forEachPage(
+    (token) => ctx.client.listServices(namespace, OUR_SERVICES_SELECTOR, ctx.config.sweepPageSize, token),
+    (services) => {
+      for (const service of services) {
+        if (!isOurService(service)) continue;
+        const annotations = service.metadata.annotations ?? {};
+        if (annotations[EXECUTOR_POD_ANNOTATION] === podName || annotations[DRIVER_POD_ANNOTATION] === podName) found.push(service);
+      }
+    },
+  );
   return found;
 }

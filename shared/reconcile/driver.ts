@@ -1,3 +1,4 @@
+import { forEachPage } from '../kube/paging.ts';
 import { appServicesSelector, isOurService, serviceOwnerUids } from '../service-spec.ts';
 import { type PodIdentity, isLivePod } from '../spark-pod.ts';
 import { type EventResult, type ServiceOutcome, headline } from './context.ts';
@@ -20,36 +21,36 @@ export async function driverGone(
 ): Promise<EventResult> {
   const outcomes: ServiceOutcome[] = [];
   const ownerAlive = new Map<string, boolean>([[driver.uid, false]]);
-  let token: string | undefined;
-  do {
-    const page = await ctx.client.listServices(driver.namespace, appServicesSelector(appId), APP_LIST_PAGE, token);
-    for (const service of page.items) {
-      if (!isOurService(service)) continue;
-      const owners = service.metadata.ownerReferences ?? [];
-      const ownedByThisDriver = serviceOwnerUids(service).includes(driver.uid);
-      if (ownedByThisDriver && podObjectDeleted) {
-        outcomes.push({ namespace: driver.namespace, service: service.metadata.name, action: 'collected', detail: 'owned by the deleted driver' });
-        continue;
-      }
-      if (ownedByThisDriver) {
-        outcomes.push(await deleteOurs(ctx, service, 'driver finished'));
-        continue;
-      }
-      let anyOwnerAlive = false;
-      for (const owner of owners) {
-        let alive = ownerAlive.get(owner.uid);
-        if (alive === undefined) {
-          const pod = await ctx.client.readPod(driver.namespace, owner.name);
-          alive = isLivePod(pod, { namespace: driver.namespace, name: owner.name, uid: owner.uid });
-          ownerAlive.set(owner.uid, alive);
+  await forEachPage(
+    (token) => ctx.client.listServices(driver.namespace, appServicesSelector(appId), APP_LIST_PAGE, token),
+    async (services) => {
+      for (const service of services) {
+        if (!isOurService(service)) continue;
+        const owners = service.metadata.ownerReferences ?? [];
+        const ownedByThisDriver = serviceOwnerUids(service).includes(driver.uid);
+        if (ownedByThisDriver && podObjectDeleted) {
+          outcomes.push({ namespace: driver.namespace, service: service.metadata.name, action: 'collected', detail: 'owned by the deleted driver' });
+          continue;
         }
-        anyOwnerAlive ||= alive;
+        if (ownedByThisDriver) {
+          outcomes.push(await deleteOurs(ctx, service, 'driver finished'));
+          continue;
+        }
+        let anyOwnerAlive = false;
+        for (const owner of owners) {
+          let alive = ownerAlive.get(owner.uid);
+          if (alive === undefined) {
+            const pod = await ctx.client.readPod(driver.namespace, owner.name);
+            alive = isLivePod(pod, { namespace: driver.namespace, name: owner.name, uid: owner.uid });
+            ownerAlive.set(owner.uid, alive);
+          }
+          anyOwnerAlive ||= alive;
+        }
+        if (anyOwnerAlive) outcomes.push({ namespace: driver.namespace, service: service.metadata.name, action: 'verified', detail: 'owned by another live driver' });
+        else outcomes.push(await deleteOurs(ctx, service, owners.length === 0 ? 'stray: no owner' : 'stray: owner gone'));
       }
-      if (anyOwnerAlive) outcomes.push({ namespace: driver.namespace, service: service.metadata.name, action: 'verified', detail: 'owned by another live driver' });
-      else outcomes.push(await deleteOurs(ctx, service, owners.length === 0 ? 'stray: no owner' : 'stray: owner gone'));
-    }
-    token = page.continueToken;
-  } while (token !== undefined);
+    },
+  );
   return {
     action: headline(outcomes) ?? 'verified',
     reason: outcomes.length === 0 ? 'no Services left for this app' : undefined,

@@ -1,4 +1,5 @@
 import { isCooldownExpired } from '../cooldown.ts';
+import { forEachPage } from '../kube/paging.ts';
 import { appServicesSelector, isOurService } from '../service-spec.ts';
 import type { ReconcileContext, ServiceOutcome } from './context.ts';
 import { deleteOurs } from './delete.ts';
@@ -19,15 +20,15 @@ export async function expireCooledDown(
   if (ctx.config.cooldownSeconds <= 0) return [];
   ctx.expiryThrottle?.noteScanned(namespace, appId, ctx.now().getTime());
   const outcomes: ServiceOutcome[] = [];
-  let token: string | undefined;
-  do {
-    const page = await ctx.client.listServices(namespace, appServicesSelector(appId), APP_LIST_PAGE, token);
-    for (const service of page.items) {
-      if (alreadyHandled.includes(service.metadata.name) || !isOurService(service)) continue;
-      if (isCooldownExpired(service, ctx.now(), ctx.config.cooldownSeconds)) outcomes.push(await deleteOurs(ctx, service, 'cool-down over'));
-    }
-    token = page.continueToken;
-  } while (token !== undefined);
+  await forEachPage(
+    (token) => ctx.client.listServices(namespace, appServicesSelector(appId), APP_LIST_PAGE, token),
+    async (services) => {
+      for (const service of services) {
+        if (alreadyHandled.includes(service.metadata.name) || !isOurService(service)) continue;
+        if (isCooldownExpired(service, ctx.now(), ctx.config.cooldownSeconds)) outcomes.push(await deleteOurs(ctx, service, 'cool-down over'));
+      }
+    },
+  );
   return outcomes;
 }
 

@@ -1,5 +1,5 @@
 import type { Pod, Service } from '../k8s-objects.ts';
-import type { Page } from '../kube/client.ts';
+import { listAll } from '../kube/paging.ts';
 import { EXECUTOR_GONE_AT_ANNOTATION, SPARK_ROLE_DRIVER, SPARK_ROLE_EXECUTOR, SPARK_ROLE_LABEL } from '../labels.ts';
 import { executorServiceName } from '../naming.ts';
 import { OUR_SERVICES_SELECTOR } from '../service-spec.ts';
@@ -43,15 +43,4 @@ export async function sweep(ctx: ReconcileContext): Promise<EventResult> {
   }
   const changed = outcomes.filter((o) => o.action !== 'verified');
   return { action: 'swept', reason: `${examined} Services examined, ${changed.length} repaired`, outcomes: changed };
-}
-
-async function listAll<T>(fetchPage: (token: string | undefined) => Promise<Page<T>>): Promise<T[]> {
-  const items: T[] = [];
-  let token: string | undefined;
-  do {
-    const page = await fetchPage(token);
-    items.push(...page.items);
-    token = page.continueToken;
-  } while (token !== undefined);
-  return items;
 }
