@@ -19,6 +19,12 @@ function setDefault(obj: Obj, key: string, value: unknown): void {
 
 // ---- Service ------------------------------------------------------------------------------
 
+/** apiservice.ExternallyAccessible: only these may carry an externalTrafficPolicy. */
+export function externallyAccessible(spec: Obj): boolean {
+  const type = spec['type'];
+  return type === 'NodePort' || type === 'LoadBalancer' || (type === 'ClusterIP' && array(spec['externalIPs']).length > 0);
+}
+
 export function defaultService(svc: Obj): void {
   const spec = ensureRecord(svc, 'spec');
   setDefault(spec, 'type', 'ClusterIP');
@@ -33,7 +39,7 @@ export function defaultService(svc: Obj): void {
     if (raw['targetPort'] === undefined || raw['targetPort'] === 0 || raw['targetPort'] === '') raw['targetPort'] = raw['port'];
   }
   const type = spec['type'];
-  if (type === 'NodePort' || type === 'LoadBalancer') setDefault(spec, 'externalTrafficPolicy', 'Cluster');
+  if (externallyAccessible(spec)) setDefault(spec, 'externalTrafficPolicy', 'Cluster');
   if (type === 'LoadBalancer' && spec['allocateLoadBalancerNodePorts'] === undefined) spec['allocateLoadBalancerNodePorts'] = true;
   if (type !== 'ExternalName') setDefault(spec, 'internalTrafficPolicy', 'Cluster');
   // normalizeClusterIPs: singular and plural stay in step.
@@ -69,6 +75,7 @@ function defaultContainer(c: Obj): void {
   for (const port of array(c['ports'])) if (isRecord(port)) setDefault(port, 'protocol', 'TCP');
 }
 
+/** SetDefaults_Pod and friends: applied to every decoded Pod (create and update). */
 export function defaultPod(pod: Obj): void {
   const spec = ensureRecord(pod, 'spec');
   for (const key of ['initContainers', 'containers']) for (const c of array(spec[key])) if (isRecord(c)) defaultContainer(c);
@@ -78,9 +85,19 @@ export function defaultPod(pod: Obj): void {
   if (spec['securityContext'] === undefined) spec['securityContext'] = {};
   setDefault(spec, 'schedulerName', 'default-scheduler');
   if (spec['enableServiceLinks'] === undefined) spec['enableServiceLinks'] = true;
+  // The deprecated serviceAccount mirrors serviceAccountName.
+  if (str(spec['serviceAccountName']) === '' && str(spec['serviceAccount']) !== '') spec['serviceAccountName'] = spec['serviceAccount'];
+  if (str(spec['serviceAccountName']) !== '') spec['serviceAccount'] = spec['serviceAccountName'];
+}
+
+/** The mutating admission plugins every cluster runs, which act on create only. */
+export function admitPodCreate(pod: Obj): void {
+  const spec = ensureRecord(pod, 'spec');
   // ServiceAccount admission (without the token volume, see README).
-  setDefault(spec, 'serviceAccountName', str(spec['serviceAccount']) || 'default');
-  spec['serviceAccount'] = spec['serviceAccountName'];
+  if (str(spec['serviceAccountName']) === '') {
+    spec['serviceAccountName'] = 'default';
+    spec['serviceAccount'] = 'default';
+  }
   // Priority admission with no PriorityClass.
   if (spec['priority'] === undefined) spec['priority'] = 0;
   if (spec['preemptionPolicy'] === undefined) spec['preemptionPolicy'] = 'PreemptLowerPriority';

@@ -6,7 +6,7 @@
  *    keyed merging of the lists that carry a patchMergeKey, set-merging of finalizers,
  *    and the $patch / $retainKeys / $setElementOrder / $deleteFromPrimitiveList directives.
  */
-import { badRequest, genericInvalid, internalError } from './status.ts';
+import { badRequest, genericInvalid, unknownServerError } from './status.ts';
 import { clone, deepEqual, isRecord, type Obj } from './types.ts';
 
 // ---- RFC 7386 -----------------------------------------------------------------------------
@@ -126,7 +126,7 @@ function removeAt(doc: { root: unknown }, path: string): unknown {
 /** Any failure while applying answers 422 with the generic message, like the apiserver. */
 export function applyJsonPatch(current: Obj, patch: unknown): Obj {
   const ops = decodeOperations(patch);
-  const doc = { root: clone(current) as unknown };
+  const doc: { root: unknown } = { root: clone(current) };
   try {
     for (const op of ops) {
       switch (op.op) {
@@ -215,11 +215,13 @@ function mergeMap(original: Obj, patch: Obj, path: string, lookup: StrategyLooku
     if (value === null) {
       delete out[key];
     } else if (isRecord(value)) {
-      const merged = mergeMap(isRecord(out[key]) ? (out[key] as Obj) : {}, value, childPath, lookup);
+      const existing = out[key];
+      const merged = mergeMap(isRecord(existing) ? existing : {}, value, childPath, lookup);
       if (merged === undefined) delete out[key];
       else out[key] = merged;
     } else if (Array.isArray(value)) {
-      out[key] = mergeList(Array.isArray(out[key]) ? (out[key] as unknown[]) : [], value, childPath, lookup);
+      const existing = out[key];
+      out[key] = mergeList(Array.isArray(existing) ? existing : [], value, childPath, lookup);
     } else {
       out[key] = value;
     }
@@ -254,10 +256,10 @@ function mergeList(original: unknown[], patch: unknown[], path: string, lookup: 
   const out = original.map((v) => v);
   for (const item of patch) {
     if (!isRecord(item)) {
-      throw internalError(`unable to find api field in struct for the merge key "${key}"`);
+      throw unknownServerError(`unable to find api field in struct for the merge key "${key}"`);
     }
     if (!Object.hasOwn(item, key)) {
-      throw internalError(`map: ${goMap(item)} does not contain declared merge key: ${key}`);
+      throw unknownServerError(`map: ${goMap(item)} does not contain declared merge key: ${key}`);
     }
     const index = out.findIndex((o) => isRecord(o) && deepEqual(o[key], item[key]));
     if (item['$patch'] === 'delete') {

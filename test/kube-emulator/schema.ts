@@ -4,7 +4,8 @@
  *  - a JSON type mismatch on a known field fails with Go's encoding/json message,
  *  - nulls disappear, `omitempty` zero values disappear (pointer fields keep theirs),
  *  - known fields come out in Go struct order, map keys sorted (Go sorts map keys).
- * Fields the schema does not list are kept verbatim (the real server would drop them).
+ * Fields the Go types do not have are dropped and reported (strict field validation);
+ * subtrees typed `any` here (volumes, probes, affinity, ...) are kept as given, unchecked.
  */
 import { isRecord, type Obj } from './types.ts';
 
@@ -148,6 +149,7 @@ const CONTAINER: Schema = {
     ['resources', r(ANY)],
     ['resizePolicy', o(anyList('[]v1.ContainerResizePolicy'))],
     ['restartPolicy', p(S)],
+    ['restartPolicyRules', o(anyList('[]v1.ContainerRestartRule'))],
     ['volumeMounts', o(anyList('[]v1.VolumeMount'))],
     ['volumeDevices', o(anyList('[]v1.VolumeDevice'))],
     ['livenessProbe', p(ANY)],
@@ -210,6 +212,8 @@ const POD_SPEC: Schema = {
     ['schedulingGates', o(anyList('[]v1.PodSchedulingGate'))],
     ['resourceClaims', o(anyList('[]v1.PodResourceClaim'))],
     ['resources', p(ANY)],
+    ['hostnameOverride', p(S)],
+    ['schedulingGroup', p(ANY)],
   ],
 };
 
@@ -217,6 +221,7 @@ const POD_STATUS: Schema = {
   t: 'struct',
   name: 'PodStatus',
   fields: [
+    ['observedGeneration', o(I64)],
     ['phase', o(S)],
     ['conditions', o(anyList('[]v1.PodCondition'))],
     ['message', o(S)],
@@ -233,6 +238,10 @@ const POD_STATUS: Schema = {
     ['ephemeralContainerStatuses', o(anyList('[]v1.ContainerStatus'))],
     ['resize', o(S)],
     ['resourceClaimStatuses', o(anyList('[]v1.PodResourceClaimStatus'))],
+    ['extendedResourceClaimStatus', p(ANY)],
+    ['nodeAllocatableResourceClaimStatuses', o(anyList('[]v1.NodeAllocatableResourceClaimStatus'))],
+    ['allocatedResources', o(ANY)],
+    ['resources', p(ANY)],
   ],
 };
 
@@ -268,7 +277,12 @@ function jsonWhat(value: unknown): string {
 
 interface Ctx {
   readonly struct: string;
+  /** Go's struct-field path (no indices), for type errors. */
   readonly path: string;
+  /** sigs.k8s.io/json's path (with indices), for unknown-field errors. */
+  readonly jsonPath: string;
+  /** Unknown fields found so far; they are dropped like the typed decode drops them. */
+  readonly unknown: string[];
 }
 
 function fail(value: unknown, ctx: Ctx, goType: string): never {
@@ -318,7 +332,9 @@ function decodeValue(value: unknown, schema: Schema, ctx: Ctx): unknown {
       return stripNulls(value);
     case 'array': {
       if (!Array.isArray(value)) fail(value, ctx, schema.go);
-      return value.map((item) => (item === null ? null : decodeValue(item, schema.items, ctx)));
+      return value.map((item, i) =>
+        item === null ? null : decodeValue(item, schema.items, { ...ctx, jsonPath: `${ctx.jsonPath}[${i}]` }),
+      );
     }
     case 'map': {
       if (!isRecord(value)) fail(value, ctx, schema.go);
@@ -348,24 +364,34 @@ function decodeStruct(
     known.add(key);
     const v = value[key];
     if (v === undefined || v === null) continue;
-    const childPath = ctx.path === '' ? key : `${ctx.path}.${key}`;
-    const decoded = decodeValue(v, field.s, { struct: schema.name, path: childPath });
+    const decoded = decodeValue(v, field.s, {
+      struct: schema.name,
+      path: ctx.path === '' ? key : `${ctx.path}.${key}`,
+      jsonPath: ctx.jsonPath === '' ? key : `${ctx.jsonPath}.${key}`,
+      unknown: ctx.unknown,
+    });
     if (field.omit && isZero(decoded)) continue;
     out[key] = decoded;
   }
-  for (const [key, v] of Object.entries(value)) if (!known.has(key) && v !== null) out[key] = stripNulls(v);
+  for (const key of Object.keys(value)) if (!known.has(key)) ctx.unknown.push(ctx.jsonPath === '' ? key : `${ctx.jsonPath}.${key}`);
   return out;
+}
+
+export interface Decoded {
+  readonly obj: Obj;
+  /** Paths of fields the Go types do not have, e.g. "spec.ports[0].foo" (already dropped from obj). */
+  readonly unknownFields: readonly string[];
 }
 
 /**
  * Type-checks and normalises a Pod or Service body. Throws DecodeError with the
  * encoding/json text; the caller wraps it the way the handler in question does.
  */
-export function decodeObject(kind: 'Pod' | 'Service', body: Obj): Obj {
+export function decodeObject(kind: 'Pod' | 'Service', body: Obj): Decoded {
   const schema = SCHEMAS[kind];
-  if (schema.t !== 'struct') return body;
-  const out = decodeStruct(body, schema, { struct: kind, path: '' });
-  if (!isRecord(out['metadata'])) out['metadata'] = {};
-  return out;
+  const unknown: string[] = [];
+  const obj = schema.t === 'struct' ? decodeStruct(body, schema, { struct: kind, path: '', jsonPath: '', unknown }) : body;
+  if (!isRecord(obj['metadata'])) obj['metadata'] = {};
+  return { obj, unknownFields: unknown };
 }
 

@@ -47,12 +47,11 @@ export class ApiError extends Error {
 }
 
 export function failure(code: number, reason: string, message: string, details?: StatusDetails): Status {
-  // Field order matches the Go struct so the JSON looks like the real thing.
-  const status: Status = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code };
+  // Field order matches the Go struct so the JSON looks like the real thing; empty details are omitted.
   if (details && Object.keys(details).length > 0) {
     return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, details, code };
   }
-  return status;
+  return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code };
 }
 
 function err(code: number, reason: string, message: string, details?: StatusDetails): ApiError {
@@ -108,6 +107,11 @@ export function expired(message: string): ApiError {
 
 export function internalError(message: string): ApiError {
   return err(500, 'InternalError', `Internal error occurred: ${message}`, { causes: [{ message }] });
+}
+
+/** What ErrorToAPIStatus makes of a plain Go error: 500 with reason Unknown. */
+export function unknownServerError(message: string): ApiError {
+  return err(500, 'Unknown', message);
 }
 
 export function entityTooLarge(message: string): ApiError {

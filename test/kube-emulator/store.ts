@@ -3,7 +3,7 @@
  * revision that every write bumps (what resourceVersion is in real clusters), and frozen
  * snapshots so paginated lists stay consistent the way etcd MVCC reads are.
  */
-import { type Obj, type ResourceName, isRecord, nameOf, namespaceOf, uidOf } from './types.ts';
+import { type Obj, ownerRefsOf, type ResourceName, nameOf, namespaceOf, uidOf } from './types.ts';
 
 export type Entry = readonly [key: string, obj: Obj];
 
@@ -25,6 +25,10 @@ export class Store {
   private rev = 0;
   private readonly data: Record<ResourceName, Map<string, Obj>> = { pods: new Map(), services: new Map() };
   private readonly uids = new Map<string, { resource: ResourceName; key: string }>();
+  /** owner UID → dependents' UIDs, so the garbage collector need not scan everything. */
+  private readonly dependents = new Map<string, Set<string>>();
+  /** Sorted entries per resource, rebuilt lazily after a write; shared (immutable) with snapshots. */
+  private readonly sorted: Partial<Record<ResourceName, readonly Entry[]>> = {};
   private readonly snapshots = new Map<string, readonly Entry[]>();
   /** Namespaces that held an object at some point, with when they were first seen. */
   readonly namespacesSeen = new Map<string, string>();
@@ -53,10 +57,16 @@ export class Store {
   put(resource: ResourceName, obj: Obj, now: string): Obj {
     const key = keyOf(namespaceOf(obj), nameOf(obj));
     const previous = this.data[resource].get(key);
-    if (previous !== undefined) this.uids.delete(uidOf(previous));
+    if (previous !== undefined) this.unindex(previous);
     const frozen = deepFreeze(obj);
     this.data[resource].set(key, frozen);
     this.uids.set(uidOf(frozen), { resource, key });
+    for (const ref of ownerRefsOf(frozen)) {
+      let set = this.dependents.get(ref.uid);
+      if (set === undefined) this.dependents.set(ref.uid, (set = new Set()));
+      set.add(uidOf(frozen));
+    }
+    delete this.sorted[resource];
     if (!this.namespacesSeen.has(namespaceOf(obj))) this.namespacesSeen.set(namespaceOf(obj), now);
     return frozen;
   }
@@ -65,20 +75,37 @@ export class Store {
     const key = keyOf(namespace, name);
     const previous = this.data[resource].get(key);
     if (previous === undefined) return;
-    this.uids.delete(uidOf(previous));
+    this.unindex(previous);
     this.data[resource].delete(key);
+    delete this.sorted[resource];
+  }
+
+  private unindex(obj: Obj): void {
+    this.uids.delete(uidOf(obj));
+    for (const ref of ownerRefsOf(obj)) {
+      const set = this.dependents.get(ref.uid);
+      set?.delete(uidOf(obj));
+      if (set?.size === 0) this.dependents.delete(ref.uid);
+    }
   }
 
   /** All objects of a resource in etcd key order (byte order of "<ns>/<name>"). */
-  entries(resource: ResourceName): Entry[] {
-    return [...this.data[resource].entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  entries(resource: ResourceName): readonly Entry[] {
+    let sorted = this.sorted[resource];
+    if (sorted === undefined) {
+      sorted = Object.freeze([...this.data[resource].entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)));
+      this.sorted[resource] = sorted;
+    }
+    return sorted;
   }
 
-  /** Every object in `namespace` of either resource (for the garbage collector). */
-  inNamespace(namespace: string): Array<{ resource: ResourceName; obj: Obj }> {
+  /** Objects (of either resource) whose ownerReferences name `ownerUid`, in `namespace`. */
+  dependentsOf(namespace: string, ownerUid: string): Array<{ resource: ResourceName; obj: Obj }> {
     const out: Array<{ resource: ResourceName; obj: Obj }> = [];
-    for (const resource of ['pods', 'services'] as const)
-      for (const obj of this.data[resource].values()) if (namespaceOf(obj) === namespace) out.push({ resource, obj });
+    for (const uid of this.dependents.get(ownerUid) ?? []) {
+      const hit = this.findByUid(uid);
+      if (hit !== undefined && namespaceOf(hit.obj) === namespace) out.push(hit);
+    }
     return out;
   }
 
@@ -106,8 +133,4 @@ export class Store {
   size(resource: ResourceName): number {
     return this.data[resource].size;
   }
-}
-
-export function isFrozenObj(value: unknown): value is Obj {
-  return isRecord(value) && Object.isFrozen(value);
 }

@@ -3,6 +3,7 @@
  * with the same field paths and messages. Returns the FieldErrors; the caller turns a
  * non-empty list into 422 Invalid.
  */
+import { externallyAccessible } from './defaults.ts';
 import {
   isDns1035Label,
   isDns1123Label,
@@ -240,8 +241,11 @@ function validateServiceSpec(svc: Obj): FieldError[] {
   if (typeof itp === 'string' && !TRAFFIC_POLICIES.includes(itp))
     errs.push(fieldNotSupported('spec.internalTrafficPolicy', itp, TRAFFIC_POLICIES));
   const etp = spec['externalTrafficPolicy'];
-  if (typeof etp === 'string' && etp !== '' && !TRAFFIC_POLICIES.includes(etp))
-    errs.push(fieldNotSupported('spec.externalTrafficPolicy', etp, TRAFFIC_POLICIES));
+  if (typeof etp === 'string' && etp !== '') {
+    if (!externallyAccessible(spec))
+      errs.push(fieldInvalid('spec.externalTrafficPolicy', etp, 'may only be set for externally-accessible services'));
+    else if (!TRAFFIC_POLICIES.includes(etp)) errs.push(fieldNotSupported('spec.externalTrafficPolicy', etp, TRAFFIC_POLICIES));
+  }
   return errs;
 }
 
