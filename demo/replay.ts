@@ -33,7 +33,7 @@ const url = `http://127.0.0.1:${port}/`;
 let failed = false;
 try {
   await waitUntilReady(`http://127.0.0.1:${port}/health/readiness`);
-  console.log(`spark-exec-svc demo: API server emulator at ${emulator.url}, function at ${url} (pid ${child.pid})\n`);
+  console.log(`spark-exec-svc demo: API server emulator at ${emulator.url}, function at ${url} (pid ${child.pid})`);
   const started = performance.now();
   const appId = sparkAppId(Date.now() % 100000);
 
