@@ -79,6 +79,13 @@ export function parseFunctionEvent(event: CloudEventLike): FunctionEvent {
   const pod = Pod.safeParse(data);
   if (!pod.success) throw new InvalidEventError(`${type}: invalid Pod: ${summarize(pod.error)}`);
   if (pod.data.metadata.uid === undefined) throw new InvalidEventError(`${type}: Pod has no metadata.uid`);
+  // The owner's name becomes part of an API path (the driver is read by name): "." or ".." would
+  // walk out of /pods/. No Pod can have such a name, so such an owner cannot exist.
+  for (const owner of pod.data.metadata.ownerReferences ?? []) {
+    if (owner.kind === 'Pod' && !ObjectName.safeParse(owner.name).success) {
+      throw new InvalidEventError(`${type}: invalid Pod: ownerReferences: name ${JSON.stringify(owner.name.slice(0, 80))} is not a valid Pod name`);
+    }
+  }
   return { kind: 'pod', verb: resourceVerb!, pod: pod.data };
 }
 

@@ -91,13 +91,15 @@ function failure(error: unknown): Handled {
 
 function replyFor(event: CloudEventLike, result: EventResult): CloudEvent<EventResult> {
   const topic = result.action === 'ignored' || result.action === 'skipped' || result.action === 'swept' ? result.action : `service.${result.action}`;
+  // Correlates the reply with the event that caused it. An id with no usable character gets none:
+  // the SDK rejects an extension whose value is undefined, which would turn done work into a 500.
+  const causation = event.id.replace(/[^A-Za-z0-9.\-_]/g, '').slice(0, 128);
   return new CloudEvent<EventResult>({
     type: `${REPLY_TYPE_PREFIX}${topic}`,
     source: REPLY_SOURCE,
     subject: result.namespace !== undefined && result.pod !== undefined ? `${result.namespace}/${result.pod}` : undefined,
     datacontenttype: 'application/json',
     data: result,
-    // Correlates the reply with the event that caused it.
-    causationid: event.id.replace(/[^A-Za-z0-9.\-_]/g, '').slice(0, 128) || undefined,
+    ...(causation === '' ? {} : { causationid: causation }),
   });
 }

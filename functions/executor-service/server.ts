@@ -118,6 +118,15 @@ function toCloudEvent(req: IncomingMessage, body: string): CloudEventLike & { su
   for (const [key, value] of Object.entries(req.headers)) {
     if (value !== undefined) headers[key] = Array.isArray(value) ? value.join(', ') : value;
   }
+  // The SDK fills in a missing id or specversion (and accepts any specversion); the spec requires them.
+  const declared = declaredAttributes(headers, body);
+  if (declared !== undefined) {
+    const missing = REQUIRED_ATTRIBUTES.filter((name) => declared[name] === undefined || declared[name] === '');
+    if (missing.length > 0) throw new HttpError(400, `not a valid CloudEvent: missing required attribute(s) ${missing.join(', ')}`);
+    if (!SPEC_VERSIONS.includes(declared['specversion']!)) {
+      throw new HttpError(400, `not a valid CloudEvent: specversion ${JSON.stringify(declared['specversion']!.slice(0, 20))} is not supported (1.0 or 0.3)`);
+    }
+  }
   let parsed: unknown;
   try {
     parsed = HTTP.toEvent({ headers, body });
@@ -133,4 +142,26 @@ function toCloudEvent(req: IncomingMessage, body: string): CloudEventLike & { su
     throw new HttpError(400, `invalid CloudEvent: ${error instanceof Error ? error.message : String(error)}${detail === undefined ? '' : ` ${JSON.stringify(detail).slice(0, 300)}`}`);
   }
   return event;
+}
+
+const SPEC_VERSIONS: readonly string[] = ['1.0', '0.3'];
+const REQUIRED_ATTRIBUTES = ['specversion', 'id', 'source', 'type'] as const;
+
+/**
+ * The required attributes as the sender wrote them: ce-* headers (binary mode) or JSON fields
+ * (structured mode); undefined when a structured body is not JSON (the SDK says so).
+ */
+function declaredAttributes(headers: Record<string, string>, body: string): Record<string, string | undefined> | undefined {
+  if (!/^application\/cloudevents(-batch)?\+json/i.test(headers['content-type'] ?? '')) {
+    return Object.fromEntries(REQUIRED_ATTRIBUTES.map((name) => [name, headers[`ce-${name}`]]));
+  }
+  let first: unknown;
+  try {
+    const parsed = JSON.parse(body) as unknown;
+    first = Array.isArray(parsed) ? (parsed[0] as unknown) : parsed;
+  } catch {
+    return undefined;
+  }
+  const record = typeof first === 'object' && first !== null ? (first as Record<string, unknown>) : {};
+  return Object.fromEntries(REQUIRED_ATTRIBUTES.map((name) => [name, typeof record[name] === 'string' ? (record[name] as string) : undefined]));
 }

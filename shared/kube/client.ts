@@ -1,6 +1,6 @@
 import * as k8s from '@kubernetes/client-node';
 import { z } from 'zod';
-import { Pod, Service } from '../k8s-objects.ts';
+import { NamespaceName, ObjectName, Pod, Service } from '../k8s-objects.ts';
 import type { ServiceBody } from '../service-spec.ts';
 import { type CallDescription, KubeApiError, toKubeApiError } from './errors.ts';
 
@@ -39,6 +39,8 @@ const ListBody = z.looseObject({
 export class CoreV1KubeClient implements KubeClient {
   private readonly api: k8s.CoreV1Api;
   private readonly timeoutMs: number;
+  /** The connection pool every request goes through; see reuseConnections(). */
+  private pool: { readonly dispatcher: Dispatcher; readonly since: number } | undefined;
 
   constructor(kubeConfig: k8s.KubeConfig, timeoutMs: number) {
     this.api = kubeConfig.makeApiClient(k8s.CoreV1Api);
@@ -47,11 +49,13 @@ export class CoreV1KubeClient implements KubeClient {
 
   async readPod(namespace: string, name: string): Promise<Pod | undefined> {
     const call: CallDescription = { verb: 'get', resource: 'pods', namespace, name };
+    if (!isValidTarget(namespace, name)) return undefined; // no object can have that name
     return this.orUndefinedOn404(call, async () => parseObject(Pod, await this.api.readNamespacedPod({ namespace, name }, this.options()), call));
   }
 
   async listPods(namespace: string, labelSelector: string, limit: number, continueToken?: string): Promise<Page<Pod>> {
     const call: CallDescription = { verb: 'list', resource: 'pods', namespace };
+    assertValidNamespace(call);
     const body = await this.run(call, () =>
       this.api.listNamespacedPod({ namespace, labelSelector, limit, _continue: continueToken }, this.options()),
     );
@@ -60,6 +64,7 @@ export class CoreV1KubeClient implements KubeClient {
 
   async readService(namespace: string, name: string): Promise<Service | undefined> {
     const call: CallDescription = { verb: 'get', resource: 'services', namespace, name };
+    if (!isValidTarget(namespace, name)) return undefined;
     return this.orUndefinedOn404(call, async () =>
       parseObject(Service, await this.api.readNamespacedService({ namespace, name }, this.options()), call),
     );
@@ -67,6 +72,7 @@ export class CoreV1KubeClient implements KubeClient {
 
   async listServices(namespace: string, labelSelector: string, limit: number, continueToken?: string): Promise<Page<Service>> {
     const call: CallDescription = { verb: 'list', resource: 'services', namespace };
+    assertValidNamespace(call);
     const body = await this.run(call, () =>
       this.api.listNamespacedService({ namespace, labelSelector, limit, _continue: continueToken }, this.options()),
     );
@@ -76,6 +82,7 @@ export class CoreV1KubeClient implements KubeClient {
   async createService(body: ServiceBody): Promise<CreateResult> {
     const { namespace, name } = body.metadata;
     const call: CallDescription = { verb: 'create', resource: 'services', namespace, name };
+    assertValidNamespace(call);
     try {
       const created = await this.run(call, () => this.api.createNamespacedService({ namespace, body }, this.options()));
       return { outcome: 'created', service: parseObject(Service, created, call) };
@@ -87,6 +94,7 @@ export class CoreV1KubeClient implements KubeClient {
 
   async patchService(namespace: string, name: string, patch: Record<string, unknown>): Promise<Service | undefined> {
     const call: CallDescription = { verb: 'patch', resource: 'services', namespace, name };
+    if (!isValidTarget(namespace, name)) return undefined;
     return this.orUndefinedOn404(call, async () =>
       parseObject(
         Service,
@@ -98,6 +106,7 @@ export class CoreV1KubeClient implements KubeClient {
 
   async deleteService(namespace: string, name: string, uid: string): Promise<DeleteResult> {
     const call: CallDescription = { verb: 'delete', resource: 'services', namespace, name };
+    if (!isValidTarget(namespace, name)) return 'not-found';
     try {
       await this.run(call, () =>
         this.api.deleteNamespacedService({ namespace, name, body: { preconditions: { uid } } }, this.options()),
@@ -135,11 +144,53 @@ export class CoreV1KubeClient implements KubeClient {
       pre: (context) => {
         context.setSignal(AbortSignal.timeout(timeoutMs));
         if (contentType !== undefined) context.setHeaderParam('Content-Type', contentType);
+        this.reuseConnections(context);
         return new k8s.Observable(Promise.resolve(context));
       },
       post: (context) => new k8s.Observable(Promise.resolve(context)),
     };
     return { middleware: [middleware], middlewareMergeStrategy: 'append' };
+  }
+
+  /**
+   * client-node (2.0.x) builds a new undici Agent for every request whenever the cluster has TLS
+   * settings — always in-cluster, where the CA is set — so every API call opened a new TCP and TLS
+   * connection, and the abandoned ones stayed open until their keep-alive timeout. The first
+   * Agent it builds is kept and every request goes through it; a newly built one is adopted every
+   * POOL_MAX_AGE_MS (the old one closes once its requests are done), so a rotated CA or client
+   * certificate in the kubeconfig is picked up. Bearer tokens are headers, set per request anyway.
+   */
+  private reuseConnections(context: k8s.RequestContext): void {
+    const fresh = context.getDispatcher();
+    if (fresh === undefined) return; // no TLS settings: fetch's global pool, which keeps its connections
+    const now = Date.now();
+    const pool = this.pool;
+    if (pool !== undefined && now - pool.since < POOL_MAX_AGE_MS) {
+      context.setDispatcher(pool.dispatcher); // `fresh` never connected: it is simply dropped
+      return;
+    }
+    this.pool = { dispatcher: fresh, since: now };
+    if (pool !== undefined) pool.dispatcher.close().catch(() => undefined);
+  }
+}
+
+type Dispatcher = NonNullable<ReturnType<k8s.RequestContext['getDispatcher']>>;
+
+/** How long one connection pool is used before client-node's latest one replaces it. */
+const POOL_MAX_AGE_MS = 10 * 60_000;
+
+/**
+ * Namespaces and names become URL path segments; client-node encodes them, but "." and ".."
+ * would still walk out of the collection (GET …/pods/.. reads the namespace). Kubernetes allows
+ * neither, so a request for such a name can only be wrong: it is never sent.
+ */
+function isValidTarget(namespace: string, name: string): boolean {
+  return NamespaceName.safeParse(namespace).success && ObjectName.safeParse(name).success;
+}
+
+function assertValidNamespace(call: CallDescription): void {
+  if (!NamespaceName.safeParse(call.namespace).success) {
+    throw new KubeApiError(`${call.verb} ${call.resource}: invalid namespace ${JSON.stringify(call.namespace.slice(0, 80))}`, 400, 'Invalid', false, undefined);
   }
 }
 

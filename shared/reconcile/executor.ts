@@ -38,9 +38,14 @@ export async function ensureExecutorService(ctx: ReconcileContext, executor: Spa
   const driver = executor.driver !== undefined ? undefined : await findDriverByLabels(ctx, pod.metadata.namespace, appId);
   if (typeof driver === 'string') return skipped(driver, base);
   const driverIdentity = executor.driver ?? driver!.identity;
+  // The owner must still run. A late or redelivered add/update for an app whose driver has finished
+  // (Spark keeps completed driver pods, so garbage collection never runs) would otherwise create a
+  // Service that only the sweep could remove. A deleted driver would have it collected at once.
+  const driverState = driver ?? (await readDriver(ctx, driverIdentity));
+  if (!driverState.alive) return ignored('driver pod is gone or finished: no Service', base);
 
   if (ctx.config.optInMode === 'label' && !hasOptIn(pod)) {
-    const driverPod = driver?.pod ?? (await readDriver(ctx, driverIdentity)).pod;
+    const driverPod = driverState.pod;
     if (driverPod === undefined || !hasOptIn(driverPod)) {
       // Spark cannot relabel a running driver, so this answer holds for this executor.
       ctx.ensuredCache?.remember(key, `${NOT_OPTED_IN}${fingerprint}`);
@@ -153,7 +158,7 @@ export async function executorGone(ctx: ReconcileContext, gone: GoneExecutor): P
 }
 
 /** The Service vanished while the driver lives: create it again, already marked gone. */
-async function recreateGone(ctx: ReconcileContext, gone: GoneExecutor, driver: PodIdentity, name: string): Promise<ServiceOutcome> {
+async function recreateGone(ctx: ReconcileContext, gone: GoneExecutor, driver: PodIdentity, name: string, attempt = 0): Promise<ServiceOutcome> {
   const port = gone.pod === undefined ? undefined : resolveBlockManagerPort(gone.pod, ctx.config.defaultBlockManagerPort);
   const portNumber = port?.ok === true ? port.port : ctx.config.defaultBlockManagerPort;
   if (portNumber === undefined) {
@@ -169,12 +174,21 @@ async function recreateGone(ctx: ReconcileContext, gone: GoneExecutor, driver: P
     executorGoneAt: ctx.now().toISOString(),
   });
   const created = await ctx.client.createService(body);
-  if (created.outcome === 'exists') return { namespace: gone.namespace, service: name, action: 'verified', detail: 'created concurrently' };
-  return { namespace: gone.namespace, service: name, action: 'recreated', detail: 'executor gone, Service was missing; cool-down started' };
+  if (created.outcome === 'created') {
+    return { namespace: gone.namespace, service: name, action: 'recreated', detail: 'executor gone, Service was missing; cool-down started' };
+  }
+  // Created concurrently, typically by a late add on another instance: that copy has no cool-down mark.
+  const existing = await ctx.client.readService(gone.namespace, name);
+  if (existing !== undefined && !isOurService(existing)) {
+    return { namespace: gone.namespace, service: name, action: 'conflict', detail: 'not managed by spark-exec-svc; left untouched' };
+  }
+  if (attempt + 1 >= MAX_ENSURE_ATTEMPTS) throw new Error(`service ${name} kept changing while its cool-down was being started`);
+  if (existing === undefined) return recreateGone(ctx, gone, driver, name, attempt + 1);
+  return markGone(ctx, existing, gone, driver, attempt + 1);
 }
 
 /** Start the cool-down (once: the first mark wins) and make sure the live driver owns the Service. */
-async function markGone(ctx: ReconcileContext, existing: Service, gone: GoneExecutor, driver: PodIdentity): Promise<ServiceOutcome> {
+async function markGone(ctx: ReconcileContext, existing: Service, gone: GoneExecutor, driver: PodIdentity, attempt = 0): Promise<ServiceOutcome> {
   const { namespace, name } = existing.metadata;
   const ownerFix =
     (existing.metadata.ownerReferences ?? []).some((r) => r.uid === driver.uid) && existing.metadata.ownerReferences?.length === 1
@@ -186,7 +200,7 @@ async function markGone(ctx: ReconcileContext, existing: Service, gone: GoneExec
   if (!alreadyMarked) metadata['annotations'] = { [EXECUTOR_GONE_AT_ANNOTATION]: ctx.now().toISOString() };
   if (ownerFix !== undefined) metadata['ownerReferences'] = ownerFix;
   const patched = await ctx.client.patchService(namespace, name, { metadata });
-  if (patched === undefined) return recreateGone(ctx, gone, driver, name);
+  if (patched === undefined) return recreateGone(ctx, gone, driver, name, attempt + 1);
   return {
     namespace,
     service: name,
