@@ -157,8 +157,9 @@ export class CoreV1KubeClient implements KubeClient {
    * settings — always in-cluster, where the CA is set — so every API call opened a new TCP and TLS
    * connection, and the abandoned ones stayed open until their keep-alive timeout. The first
    * Agent it builds is kept and every request goes through it; a newly built one is adopted every
-   * POOL_MAX_AGE_MS (the old one closes once its requests are done), so a rotated CA or client
-   * certificate in the kubeconfig is picked up. Bearer tokens are headers, set per request anyway.
+   * POOL_MAX_AGE_MS, so a rotated CA or client certificate in the kubeconfig is picked up (the old
+   * one is closed once every request given to it has surely been sent; close() lets them finish).
+   * Bearer tokens are headers, set per request anyway.
    */
   private reuseConnections(context: k8s.RequestContext): void {
     const fresh = context.getDispatcher();
@@ -170,7 +171,9 @@ export class CoreV1KubeClient implements KubeClient {
       return;
     }
     this.pool = { dispatcher: fresh, since: now };
-    if (pool !== undefined) pool.dispatcher.close().catch(() => undefined);
+    if (pool !== undefined) {
+      setTimeout(() => void pool.dispatcher.close().catch(() => undefined), this.timeoutMs + 1_000).unref();
+    }
   }
 }
 

@@ -1,0 +1,74 @@
+/**
+ * The Kubernetes API-server emulator in a process of its own, driven over IPC by the bench
+ * (bench/lib/procs.ts). Keeping it out of the measuring process means its CPU time and memory
+ * are the same for every variant and never counted as the function's or the client's.
+ *
+ *   fork('bench/lib/emulator-child.ts', [kubeconfigPath])  → { type: 'ready', url }
+ */
+import { startEmulator } from '../../test/kube-emulator/index.ts';
+
+export type EmulatorCommand =
+  | { readonly op: 'seed'; readonly objects: readonly object[] }
+  | { readonly op: 'delete'; readonly resource: 'pods' | 'services'; readonly namespace: string; readonly name: string }
+  | { readonly op: 'patch'; readonly resource: 'pods' | 'services'; readonly namespace: string; readonly name: string; readonly patch: object }
+  | { readonly op: 'countByVerb'; readonly resource?: string }
+  | { readonly op: 'reset' }
+  /** Every later API request is answered `ms` later: stands in for a real API server's latency. */
+  | { readonly op: 'latency'; readonly ms: number }
+  | { readonly op: 'countObjects'; readonly resource: 'pods' | 'services'; readonly namespace?: string; readonly labelSelector?: string }
+  | { readonly op: 'stop' };
+
+const kubeconfigPath = process.argv[2];
+if (kubeconfigPath === undefined || process.send === undefined) {
+  console.error('emulator-child: run through fork() with a kubeconfig path');
+  process.exit(2);
+}
+const send = process.send.bind(process);
+const emulator = await startEmulator({ host: '127.0.0.1' });
+emulator.writeKubeconfig(kubeconfigPath);
+
+function run(command: EmulatorCommand): unknown {
+  switch (command.op) {
+    case 'seed':
+      return command.objects.map((o) => emulator.seed(o));
+    case 'delete':
+      emulator.deleteObject(command.resource, command.namespace, command.name);
+      return null;
+    case 'patch':
+      return emulator.patchObject(command.resource, command.namespace, command.name, command.patch);
+    case 'countByVerb': {
+      const counts: Record<string, number> = {};
+      for (const r of emulator.requests) {
+        if (command.resource !== undefined && r.resource !== command.resource) continue;
+        counts[r.verb] = (counts[r.verb] ?? 0) + 1;
+      }
+      return counts;
+    }
+    case 'reset':
+      emulator.resetRequests();
+      return null;
+    case 'latency':
+      emulator.faults.clear();
+      if (command.ms > 0) emulator.faults.add({ times: 1_000_000_000, fault: { kind: 'delay', ms: command.ms } });
+      return null;
+    case 'countObjects':
+      return emulator.listObjects(command.resource, command.namespace, command.labelSelector).length;
+    case 'stop':
+      return null;
+  }
+}
+
+process.on('message', (message: { id: number; command: EmulatorCommand }) => {
+  let reply: { id: number; result?: unknown; error?: string };
+  try {
+    reply = { id: message.id, result: run(message.command) };
+  } catch (error) {
+    reply = { id: message.id, error: error instanceof Error ? error.message : String(error) };
+  }
+  send(reply, () => {
+    if (message.command.op === 'stop') void emulator.stop().then(() => process.exit(0));
+  });
+});
+// The bench went away (crash, Ctrl-C): do not linger.
+process.on('disconnect', () => void emulator.stop().then(() => process.exit(0)));
+send({ type: 'ready', url: emulator.url });

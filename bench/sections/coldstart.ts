@@ -1,0 +1,262 @@
+/**
+ * Section 4: cold start — from spawning the real entry point to the answer of its first event
+ * (an executor add that creates a Service), median of several runs, for:
+ *   ts     node functions/executor-service/main.ts        (npm run serve, type stripping)
+ *   dist   node dist/functions/executor-service/main.js   (what the container runs; built here
+ *          with the project's tsconfig.build.json into .bench-results/dist so that the working
+ *          tree's dist/ is left alone)
+ * and, for information only (not what the project ships):
+ *   dist+cache   the same with a warm NODE_COMPILE_CACHE (V8 code cache on disk)
+ *   bundle       dist bundled into one file with rolldown (a vite dependency, if present)
+ *   node floor   a bare node:http server: the least any Node process needs to answer
+ * Plus what the process loads before its first answer (modules per package, bytes) and the
+ * import time of each dependency in a fresh process.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { EventPoster, appDriver, appExecutors, podEvent, type PodBody } from '../lib/load.ts';
+import { REPO_ROOT, freePort, functionEnv, sleep, startEmulatorProcess, stopChild, type EmulatorProcess } from '../lib/procs.ts';
+import { median, round } from '../lib/stats.ts';
+
+export interface ColdVariant {
+  readonly name: string;
+  readonly entry: string;
+  readonly informational: boolean;
+  readonly env?: Record<string, string>;
+}
+
+export interface ColdRun {
+  readonly listeningMs: number;
+  readonly firstAnswerMs: number;
+}
+
+export interface ColdVariantResult {
+  readonly name: string;
+  readonly informational: boolean;
+  readonly runs: readonly ColdRun[];
+  readonly medianListeningMs: number;
+  readonly medianFirstAnswerMs: number;
+  readonly error?: string;
+}
+
+export interface PackageLoad {
+  readonly package: string;
+  readonly modules: number;
+  readonly kiB: number;
+}
+
+export interface ColdStartResult {
+  readonly build: { readonly ok: boolean; readonly ms: number; readonly note?: string };
+  readonly bundle: { readonly ok: boolean; readonly ms: number; readonly kiB?: number; readonly note?: string };
+  readonly variants: readonly ColdVariantResult[];
+  /** What the ts entry point loads up to its first answer. */
+  readonly loaded: { readonly modules: number; readonly kiB: number; readonly builtins: number; readonly byPackage: readonly PackageLoad[] } | undefined;
+  readonly importMs: Readonly<Record<string, number>>;
+  readonly failures: readonly string[];
+}
+
+const DIST = join(REPO_ROOT, '.bench-results', 'dist');
+const BUNDLE = join(REPO_ROOT, '.bench-results', 'bundle', 'main.mjs');
+const COMPILE_CACHE = join(REPO_ROOT, '.bench-results', 'compile-cache');
+const INVENTORY = join(REPO_ROOT, '.bench-results', 'module-inventory.json');
+const NAMESPACE = 'bench';
+
+/** Compiles shared/ and functions/ exactly as `npm run build` does, into .bench-results/dist. */
+function build(): ColdStartResult['build'] {
+  const started = performance.now();
+  rmSync(DIST, { recursive: true, force: true });
+  const tsc = join(REPO_ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+  const result = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', DIST], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 120_000 });
+  const ms = round(performance.now() - started, 0);
+  const emitted = existsSync(join(DIST, 'functions', 'executor-service', 'main.js'));
+  if (result.status === 0) return { ok: true, ms };
+  const note = `tsc exited ${result.status}${emitted ? ' (JavaScript emitted anyway)' : ''}: ${(result.stdout + result.stderr).trim().split('\n').slice(0, 3).join(' | ')}`;
+  return { ok: emitted, ms, note };
+}
+
+async function bundle(): Promise<ColdStartResult['bundle']> {
+  const rolldownEntry = join(REPO_ROOT, 'node_modules', 'rolldown', 'dist', 'index.mjs');
+  if (!existsSync(rolldownEntry)) return { ok: false, ms: 0, note: 'rolldown not installed (it comes with vite); skipped' };
+  const started = performance.now();
+  try {
+    const { rolldown } = (await import(pathToFileURL(rolldownEntry).href)) as {
+      rolldown: (o: object) => Promise<{ write: (o: object) => Promise<unknown>; close?: () => Promise<void> }>;
+    };
+    rmSync(join(REPO_ROOT, '.bench-results', 'bundle'), { recursive: true, force: true });
+    const b = await rolldown({ input: join(DIST, 'functions', 'executor-service', 'main.js'), platform: 'node', logLevel: 'silent' });
+    await b.write({ file: BUNDLE, format: 'esm', sourcemap: false });
+    await b.close?.();
+    return { ok: true, ms: round(performance.now() - started, 0), kiB: Math.round(readFileSync(BUNDLE).byteLength / 1024) };
+  } catch (error) {
+    return { ok: false, ms: round(performance.now() - started, 0), note: `bundling failed: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}` };
+  }
+}
+
+const FLOOR_SCRIPT = `require('node:http').createServer((q, s) => { q.resume(); q.on('end', () => s.end('{}')); }).listen(Number(process.env.PORT), '0.0.0.0', () => console.log('{"msg":"listening"}'));`;
+
+/** One cold start: spawn, wait for the "listening" log line, send one add event at once, time its answer. */
+async function coldRun(variant: ColdVariant, emulator: EmulatorProcess, executor: PodBody, extraArgs: readonly string[] = [], extraEnv: Record<string, string> = {}): Promise<ColdRun> {
+  const port = await freePort();
+  const args = variant.entry === '<floor>' ? ['-e', FLOOR_SCRIPT] : [...extraArgs, variant.entry];
+  const started = performance.now();
+  const child = spawn(process.execPath, args, { cwd: REPO_ROOT, env: { ...functionEnv(emulator.kubeconfig, port, { ...variant.env, ...extraEnv }) }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => {
+    stderr = (stderr + d.toString()).slice(-2000);
+  });
+  try {
+    const listeningMs = await new Promise<number>((resolve, reject) => {
+      let out = '';
+      const timer = setTimeout(() => reject(new Error(`not listening within 20 s: ${stderr.slice(-300)}`)), 20_000);
+      child.stdout.on('data', (d: Buffer) => {
+        out += d.toString();
+        if (out.includes('"msg":"listening"')) {
+          clearTimeout(timer);
+          resolve(performance.now() - started);
+        }
+      });
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`exited with ${code} before listening: ${stderr.slice(-300)}`));
+      });
+    });
+    const poster = new EventPoster(`http://127.0.0.1:${port}/`, 1);
+    try {
+      const answer = await poster.post(podEvent('add', executor), 20_000);
+      const firstAnswerMs = performance.now() - started;
+      if (variant.entry !== '<floor>' && (answer.status !== 200 || answer.type !== 'spark-exec-svc.service.created')) {
+        throw new Error(`first event answered ${answer.status} ${answer.type ?? ''} ${answer.body.slice(0, 200)}`);
+      }
+      return { listeningMs: round(listeningMs, 1), firstAnswerMs: round(firstAnswerMs, 1) };
+    } finally {
+      poster.close();
+    }
+  } finally {
+    await stopChild(child);
+  }
+}
+
+function packageOf(url: string): string {
+  if (url.startsWith('node:')) return 'node: builtins';
+  const nm = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
+  if (nm !== null) return nm[1]!;
+  if (url.includes('/shared/') || url.includes('/functions/')) return 'ours (shared/, functions/)';
+  return 'other';
+}
+
+function readInventory(): ColdStartResult['loaded'] {
+  if (!existsSync(INVENTORY)) return undefined;
+  const data = JSON.parse(readFileSync(INVENTORY, 'utf8')) as { modules: Array<{ url: string; bytes: number }>; builtins: number };
+  const files = data.modules.filter((m) => !m.url.startsWith('node:'));
+  const byPackage = new Map<string, { modules: number; bytes: number }>();
+  for (const m of files) {
+    const p = packageOf(m.url);
+    const entry = byPackage.get(p) ?? { modules: 0, bytes: 0 };
+    entry.modules++;
+    entry.bytes += m.bytes;
+    byPackage.set(p, entry);
+  }
+  return {
+    modules: files.length,
+    kiB: Math.round(files.reduce((a, m) => a + m.bytes, 0) / 1024),
+    builtins: data.builtins,
+    byPackage: [...byPackage]
+      .sort((a, b) => b[1].bytes - a[1].bytes)
+      .map(([pkg, v]) => ({ package: pkg, modules: v.modules, kiB: Math.round(v.bytes / 1024) })),
+  };
+}
+
+/** Import time of one package in a fresh process (resolution from the repository root). */
+function importMs(specifier: string): number {
+  const code = `const t = performance.now(); await import(${JSON.stringify(specifier)}); process.stdout.write(String(performance.now() - t));`;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', code], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 30_000 });
+  return Number(r.stdout);
+}
+
+export async function runColdStart(options: { runs: number; log: (line: string) => void }): Promise<ColdStartResult> {
+  const failures: string[] = [];
+  const built = build();
+  options.log(`  build into .bench-results/dist: ${built.ok ? 'ok' : 'FAILED'} in ${built.ms} ms${built.note === undefined ? '' : ` (${built.note})`}`);
+  const bundled = built.ok ? await bundle() : { ok: false, ms: 0, note: 'no dist build' };
+  options.log(`  bundle (informational): ${bundled.ok ? `ok, ${bundled.kiB} KiB in ${bundled.ms} ms` : bundled.note}`);
+
+  const variants: ColdVariant[] = [
+    { name: 'ts: node functions/executor-service/main.ts', entry: join(REPO_ROOT, 'functions', 'executor-service', 'main.ts'), informational: false },
+  ];
+  if (built.ok) {
+    const distMain = join(DIST, 'functions', 'executor-service', 'main.js');
+    variants.push({ name: 'dist: node dist/functions/executor-service/main.js', entry: distMain, informational: false });
+    variants.push({ name: 'dist + warm NODE_COMPILE_CACHE', entry: distMain, informational: true, env: { NODE_COMPILE_CACHE: COMPILE_CACHE } });
+  }
+  if (bundled.ok) variants.push({ name: 'dist bundled into one file (rolldown)', entry: BUNDLE, informational: true });
+  variants.push({ name: 'node floor: bare node:http server', entry: '<floor>', informational: true });
+
+  const emulator = await startEmulatorProcess();
+  const results: ColdVariantResult[] = [];
+  try {
+    const [driver] = await emulator.seed([appDriver(NAMESPACE, 7)]);
+    // One fresh executor per run: warm-up, timed runs, and the inventory run.
+    const executors = await emulator.seed(appExecutors(driver!, (options.runs + 1) * variants.length + 2));
+    let next = 0;
+    const runs = new Map<string, ColdRun[]>(variants.map((v) => [v.name, []]));
+    const errors = new Map<string, string>();
+    // Warm the compile cache (and the OS page cache for every variant) with one untimed run each.
+    rmSync(COMPILE_CACHE, { recursive: true, force: true });
+    mkdirSync(COMPILE_CACHE, { recursive: true });
+    for (const v of variants) {
+      try {
+        await coldRun(v, emulator, executors[next++]!);
+      } catch (error) {
+        errors.set(v.name, error instanceof Error ? error.message : String(error));
+      }
+    }
+    // Round-robin, so that a noisy moment on the machine hits every variant alike.
+    for (let r = 0; r < options.runs; r++) {
+      for (const v of variants) {
+        if (errors.has(v.name)) continue;
+        try {
+          runs.get(v.name)!.push(await coldRun(v, emulator, executors[next++]!));
+        } catch (error) {
+          errors.set(v.name, error instanceof Error ? error.message : String(error));
+        }
+        await sleep(50);
+      }
+    }
+    for (const v of variants) {
+      const rs = runs.get(v.name)!;
+      const error = errors.get(v.name);
+      if (error !== undefined && !v.informational) failures.push(`cold start [${v.name}]: ${error}`);
+      results.push({
+        name: v.name,
+        informational: v.informational,
+        runs: rs,
+        medianListeningMs: round(median(rs.map((x) => x.listeningMs)), 0),
+        medianFirstAnswerMs: round(median(rs.map((x) => x.firstAnswerMs)), 0),
+        ...(error === undefined ? {} : { error }),
+      });
+    }
+    // What the entry point loads before its first answer (one extra, untimed run with a load hook).
+    rmSync(INVENTORY, { force: true });
+    try {
+      await coldRun(variants[0]!, emulator, executors[next++]!, ['--import', pathToFileURL(join(REPO_ROOT, 'bench', 'lib', 'module-inventory.ts')).href], { MODULE_INVENTORY_OUT: INVENTORY });
+    } catch (error) {
+      options.log(`  module inventory failed: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  } finally {
+    await emulator.stop();
+  }
+  const imports: Record<string, number> = {};
+  for (const specifier of ['@kubernetes/client-node', 'zod', 'cloudevents']) {
+    imports[specifier] = round(median([importMs(specifier), importMs(specifier), importMs(specifier)]), 0);
+  }
+  imports['(empty: node -e 0 startup)'] = round(median([0, 1, 2].map(() => timeEmpty())), 0);
+  return { build: built, bundle: bundled, variants: results, loaded: readInventory(), importMs: imports, failures };
+}
+
+function timeEmpty(): number {
+  const started = performance.now();
+  spawnSync(process.execPath, ['-e', '0'], { timeout: 10_000 });
+  return performance.now() - started;
+}
