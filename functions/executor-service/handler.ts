@@ -9,8 +9,7 @@ import type { Logger } from '../../shared/log.ts';
 import type { Metrics } from '../../shared/metrics.ts';
 import type { EventResult } from '../../shared/reconcile/context.ts';
 import { reconcileEvent } from '../../shared/reconcile/dispatch.ts';
-import type { EnsuredCache } from '../../shared/reconcile/ensured-cache.ts';
-import type { ExpiryThrottle } from '../../shared/reconcile/expiry.ts';
+import type { ProcessCaches } from '../../shared/reconcile/caches.ts';
 import { DeadlineExceededError } from '../../shared/retry.ts';
 
 export const REPLY_SOURCE = '/spark-exec-svc/executor-service';
@@ -21,8 +20,7 @@ export interface HandlerDeps {
   readonly config: Config;
   readonly log: Logger;
   readonly metrics: Metrics;
-  readonly expiryThrottle: ExpiryThrottle;
-  readonly ensuredCache: EnsuredCache;
+  readonly caches: ProcessCaches;
   readonly now?: () => Date;
   readonly random?: () => number;
   readonly sleep?: (ms: number) => Promise<void>;
@@ -57,7 +55,7 @@ export async function handleEvent(deps: HandlerDeps, event: CloudEventLike, subj
         deps.log.debug('retrying API call', { ...fields, attempt, delayMs: Math.round(delayMs), status: error.status, reason: error.reason });
       },
     });
-    const result = await reconcileEvent({ client, config: deps.config, now, log: deps.log, expiryThrottle: deps.expiryThrottle, ensuredCache: deps.ensuredCache }, parsed);
+    const result = await reconcileEvent({ client, config: deps.config, now, log: deps.log, ...deps.caches }, parsed);
     handled = { status: 200, result, reply: replyFor(event, result) };
     Object.assign(fields, { namespace: result.namespace, pod: result.pod, app: result.app, action: result.action, reason: result.reason });
     if (result.outcomes.length > 0) fields['services'] = result.outcomes;

@@ -3,8 +3,7 @@ import { ConfigError, loadConfig } from '../../shared/config.ts';
 import { CoreV1KubeClient } from '../../shared/kube/client.ts';
 import { jsonLogger } from '../../shared/log.ts';
 import { newMetrics } from '../../shared/metrics.ts';
-import { EnsuredCache } from '../../shared/reconcile/ensured-cache.ts';
-import { ExpiryThrottle } from '../../shared/reconcile/expiry.ts';
+import { newProcessCaches } from '../../shared/reconcile/caches.ts';
 import { startFunctionServer } from './server.ts';
 
 /** Entry point of the container: config from env, in-cluster credentials, serve until SIGTERM. */
@@ -24,7 +23,7 @@ async function main(): Promise<void> {
   kubeConfig.loadFromDefault();
   const metrics = newMetrics();
   const server = await startFunctionServer(
-    { client: new CoreV1KubeClient(kubeConfig, config.requestTimeoutMs), config, log, metrics, expiryThrottle: new ExpiryThrottle(), ensuredCache: new EnsuredCache() },
+    { client: new CoreV1KubeClient(kubeConfig, config.requestTimeoutMs), config, log, metrics, caches: newProcessCaches() },
     { port: config.port },
   );
   log.info('listening', {

@@ -1,6 +1,7 @@
 import type { Config } from '../config.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { Logger } from '../log.ts';
+import type { LiveDriverCache } from './driver-lookup.ts';
 import type { EnsuredCache } from './ensured-cache.ts';
 import type { ExpiryThrottle } from './expiry.ts';
 
@@ -14,6 +15,8 @@ export interface ReconcileContext {
   readonly expiryThrottle?: ExpiryThrottle | undefined;
   /** Shared across events of one process; absent = every update is checked against the API. */
   readonly ensuredCache?: EnsuredCache | undefined;
+  /** Shared across events of one process; absent = every executor add reads its driver. */
+  readonly liveDrivers?: LiveDriverCache | undefined;
 }
 
 /** What happened to one Service. */

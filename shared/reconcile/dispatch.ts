@@ -45,9 +45,11 @@ export async function reconcilePod(ctx: ReconcileContext, verb: Verb, pod: Pod):
       pod,
     });
   }
-  if (!finished) return ignored('driver running: nothing to do', { namespace, pod: pod.metadata.name, app: spark.appId });
   const uid = pod.metadata.uid;
   if (uid === undefined) return ignored('driver pod without uid', { namespace, pod: pod.metadata.name });
+  // A driver's own add/update is not taken as proof that it lives: under shuffled delivery it may be
+  // older than the driver's end. Only fresh reads fill the live-driver cache.
+  if (!finished) return ignored('driver running: nothing to do', { namespace, pod: pod.metadata.name, app: spark.appId });
   return driverGone(ctx, { namespace, name: pod.metadata.name, uid }, spark.appId, verb === 'delete');
 }
 

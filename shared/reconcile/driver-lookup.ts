@@ -13,7 +13,61 @@ export interface DriverState {
 /** Reads the driver named by an ownerReference and says whether that very pod (same UID) still runs. */
 export async function readDriver(ctx: ReconcileContext, identity: PodIdentity): Promise<DriverState> {
   const pod = await ctx.client.readPod(identity.namespace, identity.name);
-  return { identity, pod, alive: isLivePod(pod, identity) };
+  const alive = isLivePod(pod, identity);
+  if (alive && pod !== undefined) ctx.liveDrivers?.remember(identity.uid, pod, ctx.now().getTime());
+  else ctx.liveDrivers?.forget(identity.uid);
+  return { identity, pod, alive };
+}
+
+/**
+ * Like readDriver, but a driver seen alive within the last few seconds is taken as alive without
+ * asking again: when an application scales up, hundreds of executor adds name the same driver.
+ * Only used where a stale "alive" is harmless (creating or keeping a Service the sweep would
+ * remove); decisions to delete always read the driver afresh.
+ */
+export async function readDriverRecentlyAlive(ctx: ReconcileContext, identity: PodIdentity): Promise<DriverState> {
+  const pod = ctx.liveDrivers?.recent(identity.uid, ctx.now().getTime());
+  if (pod !== undefined) return { identity, pod, alive: true };
+  return readDriver(ctx, identity);
+}
+
+/** Driver pods recently read alive, by UID; bounded, and each answer expires after ttlMs. */
+export class LiveDriverCache {
+  private readonly entries = new Map<string, { readonly pod: Pod; readonly at: number }>();
+  private readonly capacity: number;
+  private readonly ttlMs: number;
+
+  constructor(capacity = 1024, ttlMs = 10_000) {
+    this.capacity = capacity;
+    this.ttlMs = ttlMs;
+  }
+
+  recent(uid: string, nowMs: number): Pod | undefined {
+    const entry = this.entries.get(uid);
+    if (entry === undefined) return undefined;
+    if (nowMs - entry.at >= this.ttlMs || nowMs < entry.at) {
+      this.entries.delete(uid);
+      return undefined;
+    }
+    return entry.pod;
+  }
+
+  remember(uid: string, pod: Pod, nowMs: number): void {
+    this.entries.delete(uid);
+    this.entries.set(uid, { pod, at: nowMs });
+    if (this.entries.size > this.capacity) {
+      const oldest = this.entries.keys().next().value;
+      if (oldest !== undefined) this.entries.delete(oldest);
+    }
+  }
+
+  forget(uid: string): void {
+    this.entries.delete(uid);
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
 }
 
 /**

@@ -19,6 +19,7 @@ export async function driverGone(
   appId: string,
   podObjectDeleted: boolean,
 ): Promise<EventResult> {
+  ctx.liveDrivers?.forget(driver.uid);
   const outcomes: ServiceOutcome[] = [];
   const ownerAlive = new Map<string, boolean>([[driver.uid, false]]);
   await forEachPage(

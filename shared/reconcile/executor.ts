@@ -7,7 +7,7 @@ import { desiredExecutorService, executorGoneAt, isOurService, serviceDriftPatch
 import { type PodIdentity, type SparkExecutor, hasOptIn } from '../spark-pod.ts';
 import { type EventResult, type ServiceOutcome, headline, ignored, skipped } from './context.ts';
 import type { ReconcileContext } from './context.ts';
-import { type DriverState, findDriverByLabels, readDriver } from './driver-lookup.ts';
+import { type DriverState, findDriverByLabels, readDriver, readDriverRecentlyAlive } from './driver-lookup.ts';
 import { deleteOurs } from './delete.ts';
 import { ensuredKey } from './ensured-cache.ts';
 import { expireCooledDownThrottled } from './expiry.ts';
@@ -41,7 +41,7 @@ export async function ensureExecutorService(ctx: ReconcileContext, executor: Spa
   // The owner must still run. A late or redelivered add/update for an app whose driver has finished
   // (Spark keeps completed driver pods, so garbage collection never runs) would otherwise create a
   // Service that only the sweep could remove. A deleted driver would have it collected at once.
-  const driverState = driver ?? (await readDriver(ctx, driverIdentity));
+  const driverState = driver ?? (await readDriverRecentlyAlive(ctx, driverIdentity));
   if (!driverState.alive) return ignored('driver pod is gone or finished: no Service', base);
 
   if (ctx.config.optInMode === 'label' && !hasOptIn(pod)) {

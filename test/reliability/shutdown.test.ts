@@ -114,11 +114,11 @@ describe('graceful shutdown under load', () => {
       slowCreates(emulator);
       emulator.faults.add({ verb: 'get', resource: 'pods', path: /\/pods\/f\d-driver$/, times: Infinity, fault: { kind: 'status', code: 503 } });
       const inFlight = load.map((item) => send(emulator, url, item));
-      // SIGTERM once every event is inside the function — each reads its driver first (one get per
-      // event for l3-driver; one driver per failing event): a request still queued in the client
-      // would rightly be refused instead.
+      // SIGTERM once every event is inside the function — each load event sends exactly one (slow)
+      // create; each failing event keeps reading its own driver — a request still queued in the
+      // client would rightly be refused instead.
       const reached = (): number =>
-        emulator.requests.filter((r) => r.verb === 'get' && r.name === 'l3-driver').length +
+        emulator.requests.filter((r) => r.verb === 'create' && r.resource === 'services').length +
         new Set(emulator.requests.filter((r) => r.verb === 'get' && /^f\d-driver$/.test(r.name ?? '')).map((r) => r.name)).size;
       for (let i = 0; i < 300 && reached() < 30; i++) await sleep(10);
       expect(reached()).toBe(30);

@@ -3,8 +3,7 @@ import { type Config, loadConfig } from '../../shared/config.ts';
 import { CoreV1KubeClient } from '../../shared/kube/client.ts';
 import { type Logger, jsonLogger, silentLogger } from '../../shared/log.ts';
 import { type Metrics, newMetrics } from '../../shared/metrics.ts';
-import { EnsuredCache } from '../../shared/reconcile/ensured-cache.ts';
-import { ExpiryThrottle } from '../../shared/reconcile/expiry.ts';
+import { newProcessCaches } from '../../shared/reconcile/caches.ts';
 import { type KubeEmulator, startEmulator } from '../kube-emulator/index.ts';
 import { type ContentMode, type PostedReply, podEventType, podSubject, postCloudEvent } from './cloudevents.ts';
 import type { PodBody } from './spark-pods.ts';
@@ -46,8 +45,7 @@ export async function startHarness(env: Record<string, string> = {}, opts: Harne
       config,
       log,
       metrics,
-      expiryThrottle: new ExpiryThrottle(),
-      ensuredCache: new EnsuredCache(),
+      caches: newProcessCaches(),
       now: opts.now,
     },
     { port: 0, host: '127.0.0.1' },
