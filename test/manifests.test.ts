@@ -1,6 +1,6 @@
 /**
  * Deployment manifests: knative/ (kustomize base + overlays), the func.yaml of the
- * function, and the Dockerfile.
+ * function, and the Dockerfile (which ships the rolldown bundle).
  *
  * For the base and EVERY overlay this builds the kustomization with
  * `kubectl kustomize`, parses every document and
@@ -672,29 +672,29 @@ describe('Dockerfile and .dockerignore', () => {
   const stages = instructions.filter((l) => /^FROM\s/i.test(l));
   const lastStage = instructions.slice(instructions.lastIndexOf(stages.at(-1)!));
 
-  it('builds with npm ci + npm run build on Node 22 and ships only production dependencies', () => {
+  it('bundles with npm ci + npm run bundle on Node 22 and ships only the bundle', () => {
     expect(instructions).toContain('ARG NODE_IMAGE=node:22-slim');
     expect(stages.length).toBeGreaterThanOrEqual(2);
-    expect(instructions.some((l) => /^RUN npm ci\b(?!.*--omit=dev)/.test(l))).toBe(true);
-    expect(instructions).toContain('RUN npm run build');
-    expect(instructions.some((l) => /^RUN npm ci\b.*--omit=dev/.test(l))).toBe(true);
-    // The final stage takes node_modules from the --omit=dev stage, never from the build stage.
-    expect(lastStage.filter((l) => /node_modules/.test(l))).toEqual(['COPY --from=deps /app/node_modules ./node_modules']);
-    expect(lastStage).toContain('COPY --from=build /app/dist ./dist');
-    expect(lastStage).toContain('COPY package.json ./');
+    expect(instructions.some((l) => /^RUN npm ci\b/.test(l))).toBe(true);
+    expect(instructions).toContain('RUN npm run bundle');
+    const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    expect(pkg.scripts['bundle']).toMatch(/^rolldown functions\/executor-service\/main\.ts .*--file dist\/main\.mjs$/);
+    // The final stage carries no node_modules and nothing of the build but the bundle.
+    expect(lastStage.filter((l) => /node_modules/.test(l))).toEqual([]);
+    expect(lastStage.filter((l) => /^COPY/.test(l))).toEqual(['COPY --from=build /app/dist/main.mjs ./main.mjs']);
   });
 
-  it('runs non-root as 65532 with the production entry point', () => {
+  it('runs non-root as 65532 with the bundled entry point', () => {
     expect(lastStage).toContain('USER 65532:65532');
-    expect(lastStage.at(-1)).toBe('CMD ["node", "dist/functions/executor-service/main.js"]');
+    expect(lastStage.at(-1)).toBe('CMD ["node", "main.mjs"]');
   });
 
   it('.dockerignore sends only what the build needs', () => {
     const lines = readFileSync(path.join(ROOT, '.dockerignore'), 'utf8').split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'));
     expect(lines[0]).toBe('*');
-    expect(lines).toEqual(expect.arrayContaining(['!package.json', '!package-lock.json', '!tsconfig.json', '!tsconfig.build.json', '!shared/', '!functions/']));
-    const build = JSON.parse(readFileSync(path.join(ROOT, 'tsconfig.build.json'), 'utf8')) as { include: string[] };
-    for (const dir of build.include) expect(lines, `tsconfig.build.json includes ${dir}`).toContain(`!${dir}/`);
+    expect(lines).toEqual(expect.arrayContaining(['!package.json', '!package-lock.json', '!tsconfig.json', '!shared/', '!functions/']));
+    const copied = instructions.filter((l) => /^COPY (?!--from)/.test(l)).flatMap((l) => l.split(/\s+/).slice(1, -1));
+    for (const source of copied) expect(lines, `the build copies ${source}`).toContain(`!${source.replace(/^\.\//, '')}${source.includes('.') ? '' : '/'}`);
   });
 });
 
