@@ -6,12 +6,12 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startEmulator } from '../test/kube-emulator/index.ts';
 import { type PostedReply, podEventType, podSubject, postCloudEvent } from '../test/support/cloudevents.ts';
+import { freePort, waitForHttpOk } from '../test/support/process.ts';
 import { type PodBody, driverPod, executorPod, nonSparkPod, sparkAppId } from '../test/support/spark-pods.ts';
 
 const NAMESPACE = 'spark';
@@ -32,7 +32,7 @@ const url = `http://127.0.0.1:${port}/`;
 
 let failed = false;
 try {
-  await waitUntilReady(`http://127.0.0.1:${port}/health/readiness`);
+  await waitForHttpOk(`http://127.0.0.1:${port}/health/readiness`, { child });
   console.log(`spark-exec-svc demo: API server emulator at ${emulator.url}, function at ${url} (pid ${child.pid})`);
   const started = performance.now();
   const appId = sparkAppId(Date.now() % 100000);
@@ -107,31 +107,5 @@ function table(): void {
     console.log(
       `   ${svc.metadata.name.padEnd(52)} ${(svc.spec.clusterIP ?? '').padEnd(13)} ${String(svc.spec.ports[0]?.port ?? '').padEnd(5)} ${(svc.metadata.ownerReferences?.[0]?.name ?? '-').slice(0, 24).padEnd(24)} ${String(endpoints).padEnd(9)} ${svc.metadata.annotations?.['spark-exec-svc/executor-gone-at'] ?? '-'}`,
     );
-  }
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const p = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => resolve(p));
-    });
-  });
-}
-
-async function waitUntilReady(readiness: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    try {
-      if ((await fetch(readiness)).ok) return;
-    } catch {
-      // not listening yet
-    }
-    if (child.exitCode !== null) throw new Error(`function exited with code ${child.exitCode}`);
-    if (Date.now() > deadline) throw new Error('function did not become ready within 10 s');
-    await new Promise((r) => setTimeout(r, 25));
   }
 }

@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { startEmulator } from './kube-emulator/index.ts';
 import { podEventType, postCloudEvent } from './support/cloudevents.ts';
+import { freePort, waitForHttpOk } from './support/process.ts';
 import { driverPod, executorPod, sparkAppId } from './support/spark-pods.ts';
 
 const run = promisify(execFile);
@@ -26,7 +27,7 @@ describe('the container artifact (rolldown bundle)', () => {
     const emulator = await startEmulator();
     const kubeconfig = join(out, 'kubeconfig');
     emulator.writeKubeconfig(kubeconfig);
-    const port = 20000 + Math.floor(Math.random() * 20000);
+    const port = await freePort();
     const child = spawn(process.execPath, [file], {
       cwd: out, // no node_modules anywhere up from here
       env: { PATH: process.env['PATH'] ?? '', KUBECONFIG: kubeconfig, PORT: String(port), WATCH_NAMESPACES: 'spark', LOG_LEVEL: 'info' },
@@ -37,13 +38,7 @@ describe('the container artifact (rolldown bundle)', () => {
     child.stderr.on('data', (d: Buffer) => (output += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     try {
-      for (let i = 0; i < 400; i++) {
-        try {
-          if ((await fetch(`http://127.0.0.1:${port}/health/readiness`)).ok) break;
-        } catch {
-          await new Promise((r) => setTimeout(r, 25));
-        }
-      }
+      await waitForHttpOk(`http://127.0.0.1:${port}/health/readiness`, { child });
       const appId = sparkAppId(5);
       const driver = emulator.seed(driverPod({ namespace: 'spark', appId })) as { metadata: { name: string; uid: string } };
       const exec = emulator.seed(executorPod({ namespace: 'spark', appId, execId: '1', driver: driver.metadata, blockManagerPort: 7079 }));

@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startEmulator } from './kube-emulator/index.ts';
 import { podEventType, postCloudEvent } from './support/cloudevents.ts';
 import { type Harness, startHarness } from './support/harness.ts';
+import { freePort, waitForHttpOk } from './support/process.ts';
 import { driverPod, executorPod, sparkAppId } from './support/spark-pods.ts';
 
 const NS = 'spark';
@@ -90,16 +91,10 @@ describe('the real entry point (functions/executor-service/main.ts)', () => {
     const emulator = await startEmulator();
     const kubeconfig = join(mkdtempSync(join(tmpdir(), 'sxs-main-')), 'config');
     emulator.writeKubeconfig(kubeconfig);
-    const port = 20000 + Math.floor(Math.random() * 20000);
+    const port = await freePort();
     const main = startMain({ KUBECONFIG: kubeconfig, PORT: String(port), WATCH_NAMESPACES: NS, BLOCK_MANAGER_PORT: '7079', LOG_LEVEL: 'info' });
     try {
-      for (let i = 0; i < 200; i++) {
-        try {
-          if ((await fetch(`http://127.0.0.1:${port}/health/readiness`)).ok) break;
-        } catch {
-          await new Promise((r) => setTimeout(r, 25));
-        }
-      }
+      await waitForHttpOk(`http://127.0.0.1:${port}/health/readiness`, { child: main.child });
       const appId = sparkAppId(9);
       const driver = emulator.seed(driverPod({ namespace: NS, appId })) as { metadata: { name: string; uid: string } };
       const exec = emulator.seed(executorPod({ namespace: NS, appId, execId: '1', driver: driver.metadata, blockManagerPort: 7079 }));

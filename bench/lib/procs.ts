@@ -4,28 +4,18 @@
  */
 import { type ChildProcess, fork, spawn } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { EmulatorCommand } from './emulator-child.ts';
+import { freePort, waitForHttpOk } from '../../test/support/process.ts';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const EMULATOR_CHILD = fileURLToPath(new URL('./emulator-child.ts', import.meta.url));
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
+export { freePort };
 
 /** Resident set size of a process, from /proc (Linux), in KiB; undefined when not readable. */
 export function rssKiB(pid: number): { rss: number; hwm: number } | undefined {
@@ -153,19 +143,11 @@ export async function startFunctionProcess(options: FunctionOptions): Promise<Fu
   });
   if (typeof logFd === 'number') closeSync(logFd);
   const url = `http://127.0.0.1:${port}/`;
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`function exited with code ${child.exitCode}${options.logFile === undefined ? '' : ` (log: ${options.logFile})`}`);
-    try {
-      if ((await fetch(`${url}health/readiness`)).ok) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) {
-      await stopChild(child);
-      throw new Error('function did not become ready within 20 s');
-    }
-    await sleep(20);
+  try {
+    await waitForHttpOk(`${url}health/readiness`, { child, timeoutMs: 20_000 });
+  } catch (error) {
+    await stopChild(child);
+    throw new Error(`${error instanceof Error ? error.message : String(error)}${options.logFile === undefined ? '' : ` (log: ${options.logFile})`}`);
   }
   return { url, pid: child.pid!, child, stop: () => stopChild(child) };
 }

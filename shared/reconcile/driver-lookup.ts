@@ -1,3 +1,4 @@
+import { BoundedLru } from '../bounded-lru.ts';
 import type { Pod } from '../k8s-objects.ts';
 import { SPARK_APP_ID_LABEL, SPARK_ROLE_DRIVER, SPARK_ROLE_LABEL } from '../labels.ts';
 import { type PodIdentity, isLivePod, isPodFinished, podIdentity } from '../spark-pod.ts';
@@ -33,12 +34,11 @@ export async function readDriverRecentlyAlive(ctx: ReconcileContext, identity: P
 
 /** Driver pods recently read alive, by UID; bounded, and each answer expires after ttlMs. */
 export class LiveDriverCache {
-  private readonly entries = new Map<string, { readonly pod: Pod; readonly at: number }>();
-  private readonly capacity: number;
+  private readonly entries: BoundedLru<{ readonly pod: Pod; readonly at: number }>;
   private readonly ttlMs: number;
 
   constructor(capacity = 1024, ttlMs = 10_000) {
-    this.capacity = capacity;
+    this.entries = new BoundedLru(capacity);
     this.ttlMs = ttlMs;
   }
 
@@ -53,12 +53,7 @@ export class LiveDriverCache {
   }
 
   remember(uid: string, pod: Pod, nowMs: number): void {
-    this.entries.delete(uid);
     this.entries.set(uid, { pod, at: nowMs });
-    if (this.entries.size > this.capacity) {
-      const oldest = this.entries.keys().next().value;
-      if (oldest !== undefined) this.entries.delete(oldest);
-    }
   }
 
   forget(uid: string): void {

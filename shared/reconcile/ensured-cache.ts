@@ -1,3 +1,5 @@
+import { BoundedLru } from '../bounded-lru.ts';
+
 /**
  * Remembers, per Service, the fingerprint of the executor state it was last ensured for, so that
  * pod updates that change nothing we use (status churn, Spark's own label updates) cost zero API
@@ -6,29 +8,19 @@
  * which never reads the cache.
  */
 export class EnsuredCache {
-  private readonly entries = new Map<string, string>();
-  private readonly capacity: number;
+  private readonly entries: BoundedLru<string>;
 
   constructor(capacity = 10_000) {
-    this.capacity = capacity;
+    this.entries = new BoundedLru(capacity);
   }
 
   /** The fingerprint last remembered for this Service, if any. */
   lookup(key: string): string | undefined {
-    const found = this.entries.get(key);
-    if (found === undefined) return undefined;
-    this.entries.delete(key);
-    this.entries.set(key, found); // refresh recency
-    return found;
+    return this.entries.get(key);
   }
 
   remember(key: string, fingerprint: string): void {
-    this.entries.delete(key);
     this.entries.set(key, fingerprint);
-    if (this.entries.size > this.capacity) {
-      const oldest = this.entries.keys().next().value;
-      if (oldest !== undefined) this.entries.delete(oldest);
-    }
   }
 
   forget(key: string): void {

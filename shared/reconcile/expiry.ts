@@ -1,3 +1,4 @@
+import { BoundedLru } from '../bounded-lru.ts';
 import { isCooldownExpired } from '../cooldown.ts';
 import { forEachPage } from '../kube/paging.ts';
 import { appServicesSelector, isOurService } from '../service-spec.ts';
@@ -45,11 +46,10 @@ export async function expireCooledDownThrottled(ctx: ReconcileContext, namespace
  * are forgotten first (a forgotten app is merely scanned again), so memory does not grow with N.
  */
 export class ExpiryThrottle {
-  private readonly lastScan = new Map<string, number>();
-  private readonly maxApps: number;
+  private readonly lastScan: BoundedLru<number>;
 
   constructor(maxApps = 1024) {
-    this.maxApps = maxApps;
+    this.lastScan = new BoundedLru(maxApps);
   }
 
   /**
@@ -67,13 +67,7 @@ export class ExpiryThrottle {
   }
 
   noteScanned(namespace: string, appId: string, nowMs: number): void {
-    const key = `${namespace}/${appId}`;
-    this.lastScan.delete(key);
-    this.lastScan.set(key, nowMs);
-    if (this.lastScan.size > this.maxApps) {
-      const oldest = this.lastScan.keys().next().value;
-      if (oldest !== undefined) this.lastScan.delete(oldest);
-    }
+    this.lastScan.set(`${namespace}/${appId}`, nowMs);
   }
 
   get size(): number {

@@ -1,3 +1,5 @@
+import { seededRandom } from '../support/random.ts';
+
 /**
  * Scriptable fault injection: rules are checked in the order they were added against each
  * request that reaches the API handlers; the first rule that matches and passes its
@@ -40,17 +42,6 @@ export interface RequestFacts {
   readonly resource?: string;
 }
 
-/** mulberry32: tiny, seedable, good enough for coin flips. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function checkRule(rule: FaultRule): void {
   const times = rule.times ?? 1;
@@ -67,7 +58,7 @@ function checkRule(rule: FaultRule): void {
 export class Faults implements FaultInjector {
   private rules: Array<{ rule: FaultRule; remaining: number }> = [];
   private fired = 0;
-  private random = mulberry32(1);
+  private random = seededRandom(1);
 
   add(rule: FaultRule): void {
     checkRule(rule);
@@ -83,7 +74,7 @@ export class Faults implements FaultInjector {
   }
 
   seed(n: number): void {
-    this.random = mulberry32(n);
+    this.random = seededRandom(n);
   }
 
   /** The fault to apply to this request, if any rule fires. */

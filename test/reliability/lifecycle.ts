@@ -18,6 +18,7 @@ import {
   SPARK_EXECUTOR_ID_LABEL,
 } from '../../shared/labels.ts';
 import { executorServiceName } from '../../shared/naming.ts';
+import { seededRandom } from '../support/random.ts';
 import { hasOptIn, isPodFinished } from '../../shared/spark-pod.ts';
 import type { KubeEmulator } from '../kube-emulator/index.ts';
 import { type PostedReply, podEventType, podSubject, postCloudEvent } from '../support/cloudevents.ts';
@@ -27,17 +28,8 @@ import { OPT_IN, type PodBody, driverPod, executorPod, sparkAppId } from '../sup
 
 export type Rng = () => number;
 
-/** mulberry32: small, seedable, reproducible across runs and machines. */
-export function rngFrom(seed: number): Rng {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Seeded, reproducible across runs and machines (mulberry32). */
+export const rngFrom = (seed: number): Rng => seededRandom(seed);
 
 export const int = (rng: Rng, lo: number, hi: number): number => lo + Math.floor(rng() * (hi - lo + 1));
 export const chance = (rng: Rng, p: number): boolean => rng() < p;

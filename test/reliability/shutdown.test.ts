@@ -5,7 +5,6 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,6 +14,7 @@ import { type KubeEmulator, startEmulator } from '../kube-emulator/index.ts';
 import { podEventType, postCloudEvent } from '../support/cloudevents.ts';
 import { type PodBody, driverPod, executorPod, sparkAppId } from '../support/spark-pods.ts';
 import { NS, audited, auditRequests, sleep, useAudit } from './support.ts';
+import { freePort, waitForHttpOk } from '../support/process.ts';
 
 useAudit();
 
@@ -101,7 +101,7 @@ describe('graceful shutdown under load', () => {
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     try {
       const url = `http://127.0.0.1:${port}/`;
-      await waitReady(url);
+      await waitForHttpOk(`${url}health/readiness`, { child, timeoutMs: 10_000 });
       const load = seedLoad(emulator, 26, 3);
       // Four more executors, each of its own app, opt in through a driver whose reads keep failing:
       // their events end in 503 at the deadline.
@@ -138,27 +138,3 @@ describe('graceful shutdown under load', () => {
     }
   });
 });
-
-async function waitReady(url: string): Promise<void> {
-  for (let i = 0; i < 400; i++) {
-    try {
-      if ((await fetch(`${url}health/readiness`)).ok) return;
-    } catch {
-      // not listening yet
-    }
-    await sleep(25);
-  }
-  throw new Error('function did not become ready');
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
