@@ -163,3 +163,29 @@ describe('classification and sweep plan', () => {
     );
   });
 });
+
+describe('bounded caches', () => {
+  it('BoundedLru forgets the least recently used entry past its capacity', async () => {
+    const { BoundedLru } = await import('../shared/bounded-lru.ts');
+    const lru = new BoundedLru<number>(2);
+    lru.set('a', 1);
+    lru.set('b', 2);
+    expect(lru.get('a')).toBe(1); // a is now the most recent
+    lru.set('c', 3);
+    expect(lru.get('b')).toBeUndefined();
+    expect(lru.get('a')).toBe(1);
+    expect(lru.get('c')).toBe(3);
+    expect(lru.size).toBe(2);
+    expect(() => new BoundedLru(0)).toThrow(RangeError);
+  });
+
+  it('LiveDriverCache answers only within its time-to-live', async () => {
+    const { LiveDriverCache } = await import('../shared/reconcile/driver-lookup.ts');
+    const cache = new LiveDriverCache(10, 1000);
+    const pod = Pod.parse(withUid(driverPod({ namespace: ns, appId, name: 'd' }), 'u1'));
+    cache.remember('u1', pod, 5000);
+    expect(cache.recent('u1', 5999)).toBe(pod);
+    expect(cache.recent('u1', 6000)).toBeUndefined();
+    expect(cache.recent('u1', 5500)).toBeUndefined(); // expired entries are dropped
+  });
+});
