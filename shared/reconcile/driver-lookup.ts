@@ -27,14 +27,22 @@ export async function readDriver(ctx: ReconcileContext, identity: PodIdentity): 
  * remove); decisions to delete always read the driver afresh.
  */
 export async function readDriverRecentlyAlive(ctx: ReconcileContext, identity: PodIdentity): Promise<DriverState> {
-  const pod = ctx.liveDrivers?.recent(identity.uid, ctx.now().getTime());
+  const cache = ctx.liveDrivers;
+  const pod = cache?.recent(identity.uid, ctx.now().getTime());
   if (pod !== undefined) return { identity, pod, alive: true };
-  return readDriver(ctx, identity);
+  // Adds that arrive together (a scale-up) share one read instead of each sending its own.
+  const pending = cache?.readInFlight(identity.uid);
+  if (pending !== undefined) return pending;
+  const read = readDriver(ctx, identity);
+  cache?.trackRead(identity.uid, read);
+  return read;
 }
 
 /** Driver pods recently read alive, by UID; bounded, and each answer expires after ttlMs. */
 export class LiveDriverCache {
   private readonly entries: BoundedLru<{ readonly pod: Pod; readonly at: number }>;
+  /** Reads under way, by driver UID; an entry lives only until its read settles. */
+  private readonly reads = new Map<string, Promise<DriverState>>();
   private readonly ttlMs: number;
 
   constructor(capacity = 1024, ttlMs = 10_000) {
@@ -58,6 +66,18 @@ export class LiveDriverCache {
 
   forget(uid: string): void {
     this.entries.delete(uid);
+  }
+
+  readInFlight(uid: string): Promise<DriverState> | undefined {
+    return this.reads.get(uid);
+  }
+
+  trackRead(uid: string, read: Promise<DriverState>): void {
+    this.reads.set(uid, read);
+    const done = (): void => {
+      if (this.reads.get(uid) === read) this.reads.delete(uid);
+    };
+    read.then(done, done);
   }
 
   get size(): number {
