@@ -120,11 +120,16 @@ const shells: { name: string; cmd: string[]; ns: string }[] = [
 ];
 
 function runWrapper(shell: string[], args: string[], env: NodeJS.ProcessEnv): Promise<Result> {
-  const started = Date.now();
   const [cmd, ...pre] = shell;
   if (cmd === undefined) throw new Error('empty shell');
+  return runScript(cmd, [...pre, join(home, 'executor-entrypoint.sh'), ...args], env);
+}
+
+/** Runs a script and parses what the fake java/entrypoint printed (ARG lines, JAVA_HOME). */
+function runScript(cmd: string, argv: string[], env: NodeJS.ProcessEnv): Promise<Result> {
+  const started = Date.now();
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, [...pre, join(home, 'executor-entrypoint.sh'), ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(cmd, argv, { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
@@ -278,28 +283,10 @@ describe.concurrent.each(shells)('executor-entrypoint.sh under $name', ({ cmd, n
 
 describe('java-shim.sh', () => {
   function shim(args: string[], env: Record<string, string>): Promise<Result> {
-    const started = Date.now();
-    return new Promise((resolve, reject) => {
-      const child = spawn('sh', [join(home, 'jvm', 'bin', 'java'), ...args], {
-        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', SPARK_EXEC_SVC_REAL_JAVA: join(jdk, 'bin', 'java'), ...env },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-      child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-      child.on('error', reject);
-      child.on('close', (code) => {
-        const lines = stdout.split('\n');
-        resolve({
-          code,
-          stdout,
-          stderr,
-          ms: Date.now() - started,
-          args: lines.filter((l) => l.startsWith('ARG ')).map((l) => l.slice(4)),
-          javaHome: lines.find((l) => l.startsWith('JAVA_HOME='))?.slice('JAVA_HOME='.length),
-        });
-      });
+    return runScript('sh', [join(home, 'jvm', 'bin', 'java'), ...args], {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      SPARK_EXEC_SVC_REAL_JAVA: join(jdk, 'bin', 'java'),
+      ...env,
     });
   }
 

@@ -15,25 +15,18 @@ let sequence = 0;
 
 /** An ApiServerSource Resource-mode event for a pod (binary mode). */
 export function podEvent(verb: 'add' | 'update' | 'delete', pod: PodBody): PreparedEvent {
-  const body = JSON.stringify(pod);
-  return {
-    body,
-    headers: {
-      'content-type': 'application/json',
-      'content-length': String(Buffer.byteLength(body)),
-      'ce-specversion': '1.0',
-      'ce-id': `bench-${process.pid}-${++sequence}`,
-      'ce-type': `dev.knative.apiserver.resource.${verb}`,
-      'ce-source': 'https://10.96.0.1:443',
-      'ce-subject': `/apis/v1/namespaces/${pod.metadata.namespace}/pods/${pod.metadata.name}`,
-      'ce-time': new Date().toISOString(),
-    },
-  };
+  const { namespace, name } = pod.metadata;
+  return binaryEvent(`dev.knative.apiserver.resource.${verb}`, namespace, name, pod, { 'ce-time': new Date().toISOString() });
 }
 
 /** A Reference-mode event (only where the pod is). */
 export function podRefEvent(verb: 'add' | 'update' | 'delete', namespace: string, name: string): PreparedEvent {
-  const body = JSON.stringify({ apiVersion: 'v1', kind: 'Pod', name, namespace });
+  return binaryEvent(`dev.knative.apiserver.ref.${verb}`, namespace, name, { apiVersion: 'v1', kind: 'Pod', name, namespace });
+}
+
+/** A binary-mode CloudEvent as the ApiServerSource adapter sends it, serialized once up front. */
+function binaryEvent(type: string, namespace: string, name: string, data: unknown, extra: Record<string, string> = {}): PreparedEvent {
+  const body = JSON.stringify(data);
   return {
     body,
     headers: {
@@ -41,9 +34,10 @@ export function podRefEvent(verb: 'add' | 'update' | 'delete', namespace: string
       'content-length': String(Buffer.byteLength(body)),
       'ce-specversion': '1.0',
       'ce-id': `bench-${process.pid}-${++sequence}`,
-      'ce-type': `dev.knative.apiserver.ref.${verb}`,
+      'ce-type': type,
       'ce-source': 'https://10.96.0.1:443',
       'ce-subject': `/apis/v1/namespaces/${namespace}/pods/${name}`,
+      ...extra,
     },
   };
 }
