@@ -10,7 +10,7 @@ import type { Metrics } from '../../shared/metrics.ts';
 import type { EventResult } from '../../shared/reconcile/context.ts';
 import { reconcileEvent } from '../../shared/reconcile/dispatch.ts';
 import type { ProcessCaches } from '../../shared/reconcile/caches.ts';
-import { DeadlineExceededError } from '../../shared/retry.ts';
+import { DeadlineExceededError, defaultSleep } from '../../shared/retry.ts';
 
 export const REPLY_SOURCE = '/spark-exec-svc/executor-service';
 export const REPLY_TYPE_PREFIX = 'spark-exec-svc.';
@@ -49,7 +49,7 @@ export async function handleEvent(deps: HandlerDeps, event: CloudEventLike, subj
       maxDelayMs: MAX_DELAY_MS,
       random: deps.random ?? Math.random,
       now: () => Date.now(),
-      sleep: deps.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
+      sleep: deps.sleep ?? defaultSleep,
       onRetry: (error, attempt, delayMs) => {
         deps.metrics.retries++;
         deps.log.debug('retrying API call', { ...fields, attempt, delayMs: Math.round(delayMs), status: error.status, reason: error.reason });

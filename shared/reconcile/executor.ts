@@ -3,7 +3,7 @@ import { isCooldownExpired } from '../cooldown.ts';
 import type { Pod, Service } from '../k8s-objects.ts';
 import { EXECUTOR_GONE_AT_ANNOTATION } from '../labels.ts';
 import { executorServiceName } from '../naming.ts';
-import { desiredExecutorService, executorGoneAt, isOurService, serviceDriftPatch } from '../service-spec.ts';
+import { desiredExecutorService, executorGoneAt, isOurService, isOwnedBy, serviceDriftPatch } from '../service-spec.ts';
 import { type PodIdentity, type SparkExecutor, hasOptIn } from '../spark-pod.ts';
 import { type EventResult, type ServiceOutcome, headline, ignored, skipped } from './context.ts';
 import type { ReconcileContext } from './context.ts';
@@ -190,10 +190,7 @@ async function recreateGone(ctx: ReconcileContext, gone: GoneExecutor, driver: P
 /** Start the cool-down (once: the first mark wins) and make sure the live driver owns the Service. */
 async function markGone(ctx: ReconcileContext, existing: Service, gone: GoneExecutor, driver: PodIdentity, attempt = 0): Promise<ServiceOutcome> {
   const { namespace, name } = existing.metadata;
-  const ownerFix =
-    (existing.metadata.ownerReferences ?? []).some((r) => r.uid === driver.uid) && existing.metadata.ownerReferences?.length === 1
-      ? undefined
-      : [{ apiVersion: 'v1', kind: 'Pod', name: driver.name, uid: driver.uid, controller: true }];
+  const ownerFix = isOwnedBy(existing, driver) ? undefined : [{ apiVersion: 'v1', kind: 'Pod', name: driver.name, uid: driver.uid, controller: true }];
   const alreadyMarked = executorGoneAt(existing) !== undefined;
   if (alreadyMarked && ownerFix === undefined) return { namespace, service: name, action: 'verified', detail: 'cool-down already running' };
   const metadata: Record<string, unknown> = {};
