@@ -65,6 +65,8 @@ try {
   emulator.deleteObject('pods', NAMESPACE, driver.metadata.name);
   await send('delete', driver);
   table();
+  console.log('   (the emulator collects garbage before the delete returns; on a real cluster, where it is');
+  console.log('    asynchronous, the function would list these Services and report them as "collected")');
 
   const ms = performance.now() - started;
   console.log(`\nLifecycle replayed in ${ms.toFixed(1)} ms (${emulator.requests.length} API requests seen by the emulator).`);
