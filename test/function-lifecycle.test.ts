@@ -216,6 +216,16 @@ describe('scope and safety', () => {
     expect(ours(h)).toHaveLength(2);
   });
 
+  it('OPT_IN_MODE=all acts on every Spark executor in the watched namespaces', async () => {
+    h = await startHarness({ OPT_IN_MODE: 'all' });
+    const quiet = sparkApp(h, { appId: sparkAppId(5), driverOptIn: false });
+    const e1 = quiet.executor('1');
+    expect((await h.send('add', e1)).type).toBe('spark-exec-svc.service.created');
+    h.emulator.deleteObject('pods', NS, e1.metadata.name);
+    expect((await h.send('delete', e1)).type).toBe('spark-exec-svc.service.marked-gone');
+    expect(ours(h)).toHaveLength(1);
+  });
+
   it('a foreign Service with the same name is left untouched and reported as a conflict', async () => {
     h = await startHarness();
     const app = sparkApp(h);
