@@ -187,5 +187,10 @@ describe('bounded caches', () => {
     expect(cache.recent('u1', 5999)).toBe(pod);
     expect(cache.recent('u1', 6000)).toBeUndefined();
     expect(cache.recent('u1', 5500)).toBeUndefined(); // expired entries are dropped
+    cache.remember('u1', pod, 7000);
+    cache.markGone('u1');
+    cache.remember('u1', pod, 7001); // a read that started before the driver went
+    expect(cache.recent('u1', 7002)).toBeUndefined();
+    expect(cache.isGone('u1')).toBe(true);
   });
 });

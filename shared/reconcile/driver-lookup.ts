@@ -16,7 +16,7 @@ export async function readDriver(ctx: ReconcileContext, identity: PodIdentity): 
   const pod = await ctx.client.readPod(identity.namespace, identity.name);
   const alive = isLivePod(pod, identity);
   if (alive && pod !== undefined) ctx.liveDrivers?.remember(identity.uid, pod, ctx.now().getTime());
-  else ctx.liveDrivers?.forget(identity.uid);
+  else ctx.liveDrivers?.markGone(identity.uid);
   return { identity, pod, alive };
 }
 
@@ -28,6 +28,7 @@ export async function readDriver(ctx: ReconcileContext, identity: PodIdentity): 
  */
 export async function readDriverRecentlyAlive(ctx: ReconcileContext, identity: PodIdentity): Promise<DriverState> {
   const cache = ctx.liveDrivers;
+  if (cache?.isGone(identity.uid) === true) return { identity, pod: undefined, alive: false };
   const pod = cache?.recent(identity.uid, ctx.now().getTime());
   if (pod !== undefined) return { identity, pod, alive: true };
   // Adds that arrive together (a scale-up) share one read instead of each sending its own.
@@ -38,15 +39,21 @@ export async function readDriverRecentlyAlive(ctx: ReconcileContext, identity: P
   return read;
 }
 
-/** Driver pods recently read alive, by UID; bounded, and each answer expires after ttlMs. */
+/**
+ * Driver pods recently read alive, by UID; bounded, and each answer expires after ttlMs.
+ * Also the UIDs seen gone: a pod UID that is deleted, replaced or finished never lives again, so
+ * that answer never expires, and a read that started before the driver went cannot bring it back.
+ */
 export class LiveDriverCache {
   private readonly entries: BoundedLru<{ readonly pod: Pod; readonly at: number }>;
+  private readonly gone: BoundedLru<true>;
   /** Reads under way, by driver UID; an entry lives only until its read settles. */
   private readonly reads = new Map<string, Promise<DriverState>>();
   private readonly ttlMs: number;
 
   constructor(capacity = 1024, ttlMs = 10_000) {
     this.entries = new BoundedLru(capacity);
+    this.gone = new BoundedLru(capacity);
     this.ttlMs = ttlMs;
   }
 
@@ -61,11 +68,16 @@ export class LiveDriverCache {
   }
 
   remember(uid: string, pod: Pod, nowMs: number): void {
-    this.entries.set(uid, { pod, at: nowMs });
+    if (this.gone.get(uid) === undefined) this.entries.set(uid, { pod, at: nowMs });
   }
 
-  forget(uid: string): void {
+  markGone(uid: string): void {
     this.entries.delete(uid);
+    this.gone.set(uid, true);
+  }
+
+  isGone(uid: string): boolean {
+    return this.gone.get(uid) === true;
   }
 
   readInFlight(uid: string): Promise<DriverState> | undefined {

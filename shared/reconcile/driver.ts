@@ -19,7 +19,7 @@ export async function driverGone(
   appId: string,
   podObjectDeleted: boolean,
 ): Promise<EventResult> {
-  ctx.liveDrivers?.forget(driver.uid);
+  if (driver.uid !== '') ctx.liveDrivers?.markGone(driver.uid);
   const outcomes: ServiceOutcome[] = [];
   const ownerAlive = new Map<string, boolean>([[driver.uid, false]]);
   await forEachPage(
