@@ -5,14 +5,27 @@
 import { parseArgs } from 'node:util';
 import { startEmulator } from './index.ts';
 
-const { values } = parseArgs({
-  options: {
-    port: { type: 'string' },
-    host: { type: 'string' },
-    kubeconfig: { type: 'string' },
-  },
-  strict: true,
-});
+const USAGE = 'usage: npm run emulator -- [--port N] [--host 127.0.0.1] [--kubeconfig FILE]';
+let parsed;
+try {
+  parsed = parseArgs({
+    options: {
+      port: { type: 'string' },
+      host: { type: 'string' },
+      kubeconfig: { type: 'string' },
+      help: { type: 'boolean' },
+    },
+    strict: true,
+  });
+} catch (error) {
+  console.error(`kube-emulator: ${error instanceof Error ? error.message : String(error)}\n${USAGE}`);
+  process.exit(2);
+}
+const { values } = parsed;
+if (values.help === true) {
+  console.log(USAGE);
+  process.exit(0);
+}
 
 const portText = values.port ?? process.env['EMULATOR_PORT'] ?? '0';
 const port = Number(portText);
