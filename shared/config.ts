@@ -48,6 +48,7 @@ export interface Config {
   /** Timeout of one API request. */
   readonly requestTimeoutMs: number;
   readonly maxBodyBytes: number;
+  /** `limit` of every list call (the sweep, per-app and per-namespace lists), so each page stays bounded. */
   readonly sweepPageSize: number;
 }
 

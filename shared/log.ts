@@ -25,5 +25,3 @@ export function jsonLogger(level: LogLevel, write: (line: string) => void = (lin
     error: (msg, fields) => emit('error', msg, fields),
   };
 }
-
-export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };

@@ -1,11 +1,10 @@
 import { forEachPage } from '../kube/paging.ts';
 import { appServicesSelector, isOurService, serviceOwnerUids } from '../service-spec.ts';
-import { type PodIdentity, isLivePod } from '../spark-pod.ts';
+import type { PodIdentity } from '../spark-pod.ts';
 import { type EventResult, type ServiceOutcome, headline } from './context.ts';
 import type { ReconcileContext } from './context.ts';
 import { deleteOurs } from './delete.ts';
-
-const APP_LIST_PAGE = 500;
+import { readDriver } from './driver-lookup.ts';
 
 /**
  * A driver went (deleted, being deleted, or finished). Services it owns are garbage-collected by
@@ -23,7 +22,7 @@ export async function driverGone(
   const outcomes: ServiceOutcome[] = [];
   const ownerAlive = new Map<string, boolean>([[driver.uid, false]]);
   await forEachPage(
-    (token) => ctx.client.listServices(driver.namespace, appServicesSelector(appId), APP_LIST_PAGE, token),
+    (token) => ctx.client.listServices(driver.namespace, appServicesSelector(appId), ctx.config.sweepPageSize, token),
     async (services) => {
       for (const service of services) {
         if (!isOurService(service)) continue;
@@ -41,8 +40,7 @@ export async function driverGone(
         for (const owner of owners) {
           let alive = ownerAlive.get(owner.uid);
           if (alive === undefined) {
-            const pod = await ctx.client.readPod(driver.namespace, owner.name);
-            alive = isLivePod(pod, { namespace: driver.namespace, name: owner.name, uid: owner.uid });
+            alive = (await readDriver(ctx, { namespace: driver.namespace, name: owner.name, uid: owner.uid })).alive;
             ownerAlive.set(owner.uid, alive);
           }
           anyOwnerAlive ||= alive;

@@ -5,8 +5,6 @@ import { appServicesSelector, isOurService } from '../service-spec.ts';
 import type { ReconcileContext, ServiceOutcome } from './context.ts';
 import { deleteOurs } from './delete.ts';
 
-/** Page size of the per-app list: one application rarely has more executors than this at once. */
-const APP_LIST_PAGE = 500;
 
 /**
  * Deletes the app's Services whose cool-down is over. Without a long-running controller,
@@ -22,7 +20,7 @@ export async function expireCooledDown(
   ctx.expiryThrottle?.noteScanned(namespace, appId, ctx.now().getTime());
   const outcomes: ServiceOutcome[] = [];
   await forEachPage(
-    (token) => ctx.client.listServices(namespace, appServicesSelector(appId), APP_LIST_PAGE, token),
+    (token) => ctx.client.listServices(namespace, appServicesSelector(appId), ctx.config.sweepPageSize, token),
     async (services) => {
       for (const service of services) {
         if (alreadyHandled.includes(service.metadata.name) || !isOurService(service)) continue;

@@ -1,7 +1,7 @@
 import { startFunctionServer, type FunctionServer } from '../../functions/executor-service/server.ts';
 import { type Config, loadConfig } from '../../shared/config.ts';
 import { CoreV1KubeClient } from '../../shared/kube/client.ts';
-import { type Logger, jsonLogger, silentLogger } from '../../shared/log.ts';
+import { type Logger, jsonLogger } from '../../shared/log.ts';
 import { type Metrics, newMetrics } from '../../shared/metrics.ts';
 import { newProcessCaches } from '../../shared/reconcile/caches.ts';
 import { type KubeEmulator, startEmulator } from '../kube-emulator/index.ts';
@@ -75,4 +75,3 @@ export async function startHarness(env: Record<string, string> = {}, opts: Harne
   };
 }
 
-export { silentLogger };
