@@ -60,10 +60,9 @@ export async function handleEvent(deps: HandlerDeps, event: CloudEventLike, subj
     Object.assign(fields, { namespace: result.namespace, pod: result.pod, app: result.app, action: result.action, reason: result.reason });
     if (result.outcomes.length > 0) fields['services'] = result.outcomes;
   } catch (error) {
-    handled = failure(error);
-    fields['action'] = 'error';
-    fields['status'] = handled.status;
-    fields['error'] = handled.status === 200 ? undefined : handled.error;
+    const failed = failure(error);
+    handled = failed;
+    Object.assign(fields, { action: 'error', status: failed.status, error: failed.error });
   }
   fields['latencyMs'] = Math.round((performance.now() - started) * 100) / 100;
   if (handled.status === 200) {
@@ -80,7 +79,7 @@ export async function handleEvent(deps: HandlerDeps, event: CloudEventLike, subj
   return handled;
 }
 
-function failure(error: unknown): Handled {
+function failure(error: unknown): Extract<Handled, { readonly error: string }> {
   if (error instanceof InvalidEventError) return { status: 400, error: error.message };
   if (error instanceof DeadlineExceededError) return { status: 503, error: error.message };
   if (error instanceof KubeApiError) return { status: error.retryable ? 503 : 500, error: error.message };
