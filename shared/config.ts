@@ -29,6 +29,7 @@ const EnvSchema = z.object({
   REQUEST_TIMEOUT_MS: intFromEnv(50, 120_000).default(5_000),
   MAX_BODY_BYTES: intFromEnv(1024, 64 * 1024 * 1024).default(1024 * 1024),
   SWEEP_PAGE_SIZE: intFromEnv(1, 5_000).default(500),
+  MAX_SERVICES_PER_NAMESPACE: intFromEnv(1, 1_000_000).default(2_000),
 });
 
 export type LogLevel = z.infer<typeof EnvSchema>['LOG_LEVEL'];
@@ -50,7 +51,14 @@ export interface Config {
   readonly maxBodyBytes: number;
   /** `limit` of every list call (the sweep, per-app and per-namespace lists), so each page stays bounded. */
   readonly sweepPageSize: number;
+  /** Creates stop (skipped, with the reason) once the namespace holds this many Services of ours. */
+  readonly maxServicesPerNamespace: number;
+  /** How old a remembered "this pod runs" may be to justify creating a Service (never anything that hurts). */
+  readonly factTtlMs: number;
 }
+
+/** A scale-up's adds arrive within seconds; one read of its driver and of each batch of executors serves them all. */
+export const FACT_TTL_MS = 10_000;
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
@@ -90,6 +98,8 @@ export function loadConfig(
     requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
     maxBodyBytes: e.MAX_BODY_BYTES,
     sweepPageSize: e.SWEEP_PAGE_SIZE,
+    maxServicesPerNamespace: e.MAX_SERVICES_PER_NAMESPACE,
+    factTtlMs: FACT_TTL_MS,
   };
 }
 

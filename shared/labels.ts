@@ -26,7 +26,11 @@ export const OPT_IN_KEY = `${OWN_PREFIX}/enabled`;
 /** Pod annotation that sets the block-manager port explicitly (highest precedence). */
 export const PORT_ANNOTATION = `${OWN_PREFIX}/block-manager-port`;
 
-/** Service annotations: who the Service is for, and when its executor went (starts the cool-down). */
+/**
+ * Service annotations: which executor incarnation the Service is for (with the owner reference,
+ * its identity), and when that executor was verified gone (starts the cool-down).
+ */
 export const EXECUTOR_POD_ANNOTATION = `${OWN_PREFIX}/executor-pod`;
+export const EXECUTOR_UID_ANNOTATION = `${OWN_PREFIX}/executor-uid`;
 export const DRIVER_POD_ANNOTATION = `${OWN_PREFIX}/driver-pod`;
 export const EXECUTOR_GONE_AT_ANNOTATION = `${OWN_PREFIX}/executor-gone-at`;

@@ -4,23 +4,26 @@ import {
   DRIVER_POD_ANNOTATION,
   EXECUTOR_GONE_AT_ANNOTATION,
   EXECUTOR_POD_ANNOTATION,
+  EXECUTOR_UID_ANNOTATION,
   MANAGED_BY_LABEL,
   MANAGED_BY_VALUE,
   SPARK_APP_ID_LABEL,
   SPARK_EXECUTOR_ID_LABEL,
 } from './labels.ts';
 import { executorServiceName } from './naming.ts';
-import type { PodIdentity } from './spark-pod.ts';
+import { type PodRef, isSparkExecutorId } from './spark-pod.ts';
 
-export interface ExecutorServiceInput {
-  readonly namespace: string;
+/**
+ * The executor incarnation a Service belongs to. Recorded on the Service itself (labels,
+ * annotations, the owner reference), so that any reader can tell whose it is without trusting
+ * anything else: app id and exec id select the pods, the executor pod's name and UID say which
+ * pod it was made for, and the driver's UID owns it.
+ */
+export interface ServiceIdentity {
   readonly appId: string;
   readonly execId: string;
-  readonly executorPodName: string;
-  readonly driver: PodIdentity;
-  readonly port: number;
-  /** Set when the executor is already gone: starts the cool-down. */
-  readonly executorGoneAt?: string | undefined;
+  readonly executor: PodRef;
+  readonly owner: PodRef;
 }
 
 /** The JSON body of a Service as this project creates it (plain data, ready for the API). */
@@ -45,9 +48,10 @@ export function serviceSelector(appId: string, execId: string): Record<string, s
   return { [SPARK_APP_ID_LABEL]: appId, [SPARK_EXECUTOR_ID_LABEL]: execId };
 }
 
-/** Label selector (API syntax) for all of our Services of one application. */
-export function appServicesSelector(appId: string): string {
-  return `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE},${SPARK_APP_ID_LABEL}=${appId}`;
+/** Label selector (API syntax) for our Services of one application; with exec ids, only those slots. */
+export function appServicesSelector(appId: string, execIds?: readonly string[]): string {
+  const base = `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE},${SPARK_APP_ID_LABEL}=${appId}`;
+  return execIds === undefined ? base : `${base},${SPARK_EXECUTOR_ID_LABEL} in (${execIds.join(',')})`;
 }
 
 export const OUR_SERVICES_SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`;
@@ -55,99 +59,139 @@ export const OUR_SERVICES_SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`;
 /**
  * The Service that must exist for an executor, shaped like Spark's own (SPARK-52505):
  * a ClusterIP (not headless: only a virtual IP without endpoints gets kube-proxy's reject),
- * selecting exactly that executor, one TCP port `spark-block-manager`, owned by the driver pod.
- * blockOwnerDeletion stays unset: setting it needs update on pods/finalizers, which we do not grant.
+ * selecting exactly that executor's labels, one TCP port `spark-block-manager`, owned by the
+ * driver pod. blockOwnerDeletion stays unset: setting it needs update on pods/finalizers, which
+ * we do not grant.
  */
-export function desiredExecutorService(input: ExecutorServiceInput): ServiceBody {
-  const annotations: Record<string, string> = {
-    [EXECUTOR_POD_ANNOTATION]: input.executorPodName,
-    [DRIVER_POD_ANNOTATION]: input.driver.name,
-  };
-  if (input.executorGoneAt !== undefined) annotations[EXECUTOR_GONE_AT_ANNOTATION] = input.executorGoneAt;
+export function desiredExecutorService(namespace: string, identity: ServiceIdentity, port: number): ServiceBody {
+  const { appId, execId, executor, owner } = identity;
   return {
     apiVersion: 'v1',
     kind: 'Service',
     metadata: {
-      name: executorServiceName(input.appId, input.execId),
-      namespace: input.namespace,
-      labels: { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE, ...serviceSelector(input.appId, input.execId) },
-      annotations,
-      ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: input.driver.name, uid: input.driver.uid, controller: true }],
+      name: executorServiceName(appId, execId),
+      namespace,
+      labels: { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE, ...serviceSelector(appId, execId) },
+      annotations: {
+        [EXECUTOR_POD_ANNOTATION]: executor.name,
+        [EXECUTOR_UID_ANNOTATION]: executor.uid,
+        [DRIVER_POD_ANNOTATION]: owner.name,
+      },
+      ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: owner.name, uid: owner.uid, controller: true }],
     },
     spec: {
       type: 'ClusterIP',
-      selector: serviceSelector(input.appId, input.execId),
-      ports: [{ name: BLOCK_MANAGER_PORT_NAME, protocol: 'TCP', port: input.port, targetPort: input.port }],
+      selector: serviceSelector(appId, execId),
+      ports: [{ name: BLOCK_MANAGER_PORT_NAME, protocol: 'TCP', port, targetPort: port }],
     },
   };
 }
 
-/**
- * Ours = carries our managed-by label and every owner is a v1 Pod (the only owner we ever set).
- * Anything else with the same name belongs to someone else and is never written to.
- */
-export function isOurService(service: Service): boolean {
-  if (service.metadata.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY_VALUE) return false;
-  return (service.metadata.ownerReferences ?? []).every((ref) => ref.apiVersion === 'v1' && ref.kind === 'Pod');
+/** What the function keeps of a Service it read or wrote. */
+export interface ServiceFact {
+  readonly name: string;
+  readonly uid: string;
+  readonly resourceVersion: string;
+  /**
+   * Whose it is; undefined when the Service is not ours: without our managed-by label, or with
+   * owners other than exactly one v1 Pod (the only owner we ever set). Never written to then.
+   */
+  readonly identity: ServiceIdentity | 'ours-incomplete' | undefined;
+  /** The owner pod of one of our Services, also when its identity is incomplete. */
+  readonly owner: PodRef | undefined;
+  /** When its executor was verified gone (ISO 8601), as recorded by the mark. */
+  readonly goneAt: string | undefined;
+  /** The managed part of the Service (type, selector, ports, our labels and annotations), for drift checks. */
+  readonly shape: string;
+  /** Keys of its selector: a merge patch must null the ones we do not want. */
+  readonly selectorKeys: readonly string[];
 }
 
-export function serviceOwnerUids(service: Service): string[] {
-  return (service.metadata.ownerReferences ?? []).filter((r) => r.kind === 'Pod').map((r) => r.uid);
-}
-
-export function isOwnedBy(service: Service, driver: PodIdentity): boolean {
+export function serviceFact(service: Service): ServiceFact | undefined {
+  const { name, uid, resourceVersion } = service.metadata;
+  if (uid === undefined || resourceVersion === undefined) return undefined;
   const owners = service.metadata.ownerReferences ?? [];
-  return owners.length === 1 && owners[0]?.uid === driver.uid && owners[0]?.name === driver.name;
+  const onlyOwner = owners.length === 1 && owners[0]!.apiVersion === 'v1' && owners[0]!.kind === 'Pod' ? owners[0]! : undefined;
+  const ours = service.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY_VALUE && onlyOwner !== undefined;
+  const owner = ours ? { name: onlyOwner.name, uid: onlyOwner.uid } : undefined;
+  return {
+    name,
+    uid,
+    resourceVersion,
+    identity: ours ? (identityOf(service, owner!) ?? 'ours-incomplete') : undefined,
+    owner,
+    goneAt: service.metadata.annotations?.[EXECUTOR_GONE_AT_ANNOTATION],
+    shape: shapeOf(service),
+    selectorKeys: Object.keys(service.spec?.selector ?? {}),
+  };
 }
 
-export function executorGoneAt(service: Service): string | undefined {
-  return service.metadata.annotations?.[EXECUTOR_GONE_AT_ANNOTATION];
+function identityOf(service: Service, owner: PodRef): ServiceIdentity | undefined {
+  const labels = service.metadata.labels ?? {};
+  const annotations = service.metadata.annotations ?? {};
+  const appId = labels[SPARK_APP_ID_LABEL];
+  const execId = labels[SPARK_EXECUTOR_ID_LABEL];
+  const executorName = annotations[EXECUTOR_POD_ANNOTATION];
+  const executorUid = annotations[EXECUTOR_UID_ANNOTATION];
+  if (appId === undefined || execId === undefined || !isSparkExecutorId(execId) || executorName === undefined || executorUid === undefined) return undefined;
+  if (service.metadata.name !== executorServiceName(appId, execId)) return undefined;
+  return { appId, execId, executor: { name: executorName, uid: executorUid }, owner };
 }
 
-/** What a JSON merge patch must change to turn `existing` into `desired`; undefined when nothing drifted. */
-export function serviceDriftPatch(existing: Service, desired: ServiceBody): Record<string, unknown> | undefined {
-  const metadata: Record<string, unknown> = {};
-  const spec: Record<string, unknown> = {};
-  const labels = diffRecord(existing.metadata.labels ?? {}, desired.metadata.labels);
-  if (labels !== undefined) metadata['labels'] = labels;
-  // Only our own annotation keys are compared; the gone-at mark is never cleared by a drift fix.
-  const wantedAnnotations = { ...desired.metadata.annotations };
-  delete wantedAnnotations[EXECUTOR_GONE_AT_ANNOTATION];
-  const annotations = diffRecord(existing.metadata.annotations ?? {}, wantedAnnotations);
-  if (annotations !== undefined) metadata['annotations'] = annotations;
-  if (!isOwnedBy(existing, { namespace: desired.metadata.namespace, ...desired.metadata.ownerReferences[0]! })) {
-    metadata['ownerReferences'] = desired.metadata.ownerReferences;
-  }
-  if (!sameRecord(existing.spec?.selector ?? {}, desired.spec.selector)) spec['selector'] = desired.spec.selector;
-  if (!samePorts(existing, desired)) spec['ports'] = desired.spec.ports;
-  const patch: Record<string, unknown> = {};
-  if (Object.keys(metadata).length > 0) patch['metadata'] = metadata;
-  if (Object.keys(spec).length > 0) patch['spec'] = spec;
-  return Object.keys(patch).length === 0 ? undefined : patch;
-}
-
-/** Merge-patch fragment that adds/changes the wanted keys (extra keys on the object are left alone). */
-function diffRecord(actual: Record<string, string>, wanted: Record<string, string>): Record<string, string> | undefined {
-  const changes: Record<string, string> = {};
-  for (const [key, value] of Object.entries(wanted)) if (actual[key] !== value) changes[key] = value;
-  return Object.keys(changes).length === 0 ? undefined : changes;
-}
-
-function sameRecord(a: Record<string, string>, b: Record<string, string>): boolean {
-  const keys = Object.keys(a);
-  return keys.length === Object.keys(b).length && keys.every((k) => a[k] === b[k]);
-}
-
-function samePorts(existing: Service, desired: ServiceBody): boolean {
-  const ports = existing.spec?.ports ?? [];
-  const want = desired.spec.ports[0]!;
-  const have = ports[0];
+export function sameIdentity(a: ServiceIdentity, b: ServiceIdentity): boolean {
   return (
-    ports.length === 1 &&
-    have !== undefined &&
-    have.name === want.name &&
-    have.port === want.port &&
-    (have.protocol ?? 'TCP') === want.protocol &&
-    (have.targetPort ?? have.port) === want.targetPort
+    a.appId === b.appId &&
+    a.execId === b.execId &&
+    a.executor.name === b.executor.name &&
+    a.executor.uid === b.executor.uid &&
+    a.owner.name === b.owner.name &&
+    a.owner.uid === b.owner.uid
   );
+}
+
+/** The managed part of a Service, canonical, so that two shapes compare as strings. */
+function shapeOf(service: Service | ServiceBody): string {
+  const labels = service.metadata.labels ?? {};
+  const annotations = service.metadata.annotations ?? {};
+  const spec = service.spec ?? {};
+  const selector = Object.entries(spec.selector ?? {}).sort(([a], [b]) => (a < b ? -1 : 1));
+  const ports = (spec.ports ?? []).map((p) => [p.name ?? '', p.protocol ?? 'TCP', p.port, p.targetPort ?? p.port]);
+  return JSON.stringify([
+    spec.type ?? 'ClusterIP',
+    selector,
+    ports,
+    [MANAGED_BY_LABEL, SPARK_APP_ID_LABEL, SPARK_EXECUTOR_ID_LABEL].map((k) => labels[k] ?? null),
+    [EXECUTOR_POD_ANNOTATION, EXECUTOR_UID_ANNOTATION, DRIVER_POD_ANNOTATION].map((k) => annotations[k] ?? null),
+  ]);
+}
+
+export function desiredShape(body: ServiceBody): string {
+  return shapeOf(body);
+}
+
+/** The fact a just-created Service gives, without reading it back. */
+export function serviceFactFromCreated(body: ServiceBody, uid: string, resourceVersion: string, identity: ServiceIdentity): ServiceFact {
+  return {
+    name: body.metadata.name,
+    uid,
+    resourceVersion,
+    identity,
+    owner: identity.owner,
+    goneAt: undefined,
+    shape: shapeOf(body),
+    selectorKeys: Object.keys(body.spec.selector),
+  };
+}
+
+/**
+ * JSON merge patch (RFC 7386) that puts the managed part of `desired` onto a Service of the same
+ * identity. The selector is a map, which a merge patch merges: keys it must lose are set to null.
+ */
+export function shapePatch(desired: ServiceBody, currentSelectorKeys: readonly string[]): Record<string, unknown> {
+  const selector: Record<string, string | null> = { ...desired.spec.selector };
+  for (const key of currentSelectorKeys) if (!(key in selector)) selector[key] = null;
+  return {
+    metadata: { labels: desired.metadata.labels, annotations: desired.metadata.annotations },
+    spec: { type: desired.spec.type, selector, ports: desired.spec.ports },
+  };
 }

@@ -1,12 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { resolveBlockManagerPort } from '../shared/block-manager-port.ts';
 import { ConfigError, loadConfig } from '../shared/config.ts';
-import { cooldownExpiresAt, isCooldownExpired } from '../shared/cooldown.ts';
 import { InvalidEventError, parseFunctionEvent } from '../shared/events.ts';
 import { Pod, type Service } from '../shared/k8s-objects.ts';
-import { desiredExecutorService, isOurService, serviceDriftPatch } from '../shared/service-spec.ts';
-import { classifySparkPod } from '../shared/spark-pod.ts';
-import { planSweep } from '../shared/sweep-plan.ts';
+import { desiredExecutorService, serviceFact } from '../shared/service-spec.ts';
 import { driverPod, executorPod, nonSparkPod, sparkAppId } from './support/spark-pods.ts';
 
 const ns = 'spark';
@@ -85,9 +82,10 @@ describe('block-manager port', () => {
 });
 
 describe('Service spec', () => {
-  const desired = desiredExecutorService({ namespace: ns, appId, execId: '3', executorPodName: 'e-3', driver: { namespace: ns, ...driver }, port: 7079 });
+  const identity = { appId, execId: '3', executor: { name: 'e-3', uid: 'e-uid-3' }, owner: driver };
+  const desired = desiredExecutorService(ns, identity, 7079);
 
-  it('is shaped as Spark’s own per-executor Service', () => {
+  it('is shaped as Spark’s own per-executor Service, and records whose it is', () => {
     expect(desired.metadata.name).toBe(`svc-${appId}-exec-3`);
     expect(desired.spec).toEqual({
       type: 'ClusterIP',
@@ -95,72 +93,23 @@ describe('Service spec', () => {
       ports: [{ name: 'spark-block-manager', protocol: 'TCP', port: 7079, targetPort: 7079 }],
     });
     expect(desired.metadata.ownerReferences).toEqual([{ apiVersion: 'v1', kind: 'Pod', name: driver.name, uid: driver.uid, controller: true }]);
+    expect(desired.metadata.annotations).toEqual({
+      'spark-exec-svc/executor-pod': 'e-3',
+      'spark-exec-svc/executor-uid': 'e-uid-3',
+      'spark-exec-svc/driver-pod': driver.name,
+    });
     expect(JSON.stringify(desired)).not.toContain('blockOwnerDeletion');
   });
 
-  it('detects drift and patches only what differs', () => {
-    const existing: Service = JSON.parse(JSON.stringify(desired)) as Service;
-    expect(serviceDriftPatch(existing, desired)).toBeUndefined();
-    existing.spec!.ports = [{ name: 'spark-block-manager', port: 7000, targetPort: 7000, protocol: 'TCP' }];
-    existing.metadata.ownerReferences = [{ apiVersion: 'v1', kind: 'Pod', name: 'old', uid: 'old-uid' }];
-    expect(serviceDriftPatch(existing, desired)).toEqual({
-      metadata: { ownerReferences: desired.metadata.ownerReferences },
-      spec: { ports: desired.spec.ports },
-    });
-  });
-
-  it('knows its own Services from foreign ones', () => {
-    const ours = JSON.parse(JSON.stringify(desired)) as Service;
-    expect(isOurService(ours)).toBe(true);
-    const foreign = { ...ours, metadata: { ...ours.metadata, labels: {} } };
-    expect(isOurService(foreign)).toBe(false);
-  });
-});
-
-describe('cool-down', () => {
-  const svc = (goneAt?: string): Service =>
-    ({ metadata: { name: 's', namespace: ns, annotations: goneAt === undefined ? {} : { 'spark-exec-svc/executor-gone-at': goneAt } } }) as Service;
-  it('expires the configured seconds after the executor went; 0 keeps it', () => {
-    const now = new Date('2026-12-02T12:10:00Z');
-    expect(isCooldownExpired(svc('2026-12-02T12:04:59Z'), now, 300)).toBe(true);
-    expect(isCooldownExpired(svc('2026-12-02T12:05:01Z'), now, 300)).toBe(false);
-    expect(isCooldownExpired(svc('2026-12-02T00:00:00Z'), now, 0)).toBe(false);
-    expect(isCooldownExpired(svc(), now, 300)).toBe(false);
-    expect(isCooldownExpired(svc('garbage'), now, 300)).toBe(false);
-    expect(cooldownExpiresAt(svc('2026-12-02T12:00:00Z'), 300)?.toISOString()).toBe('2026-12-02T12:05:00.000Z');
-  });
-});
-
-describe('classification and sweep plan', () => {
-  const config = loadConfig({ WATCH_NAMESPACES: ns, BLOCK_MANAGER_PORT: '7079' }, () => undefined);
-  const driverBody = parsePod(withUid(driverPod({ namespace: ns, appId, name: driver.name }), driver.uid));
-
-  it('classifies Spark pods by their labels', () => {
-    expect(classifySparkPod(driverBody)?.role).toBe('driver');
-    const exec = classifySparkPod(parsePod(withUid(executorPod({ namespace: ns, appId, execId: '2', driver }), 'e2')));
-    expect(exec).toMatchObject({ role: 'executor', appId, execId: '2', driver: { name: driver.name, uid: driver.uid } });
-    expect(classifySparkPod(parsePod(nonSparkPod(ns, 'x')))).toBeUndefined();
-  });
-
-  it('plans: create missing, mark gone, delete strays and expired, leave foreign alone', () => {
-    const live = parsePod(withUid(executorPod({ namespace: ns, appId, execId: '1', driver }), 'e1'));
-    const svcFor = (execId: string, extra: Partial<Service['metadata']> = {}): Service =>
-      ({
-        ...desiredExecutorService({ namespace: ns, appId, execId, executorPodName: `e-${execId}`, driver: { namespace: ns, ...driver }, port: 7079 }),
-        metadata: {
-          ...desiredExecutorService({ namespace: ns, appId, execId, executorPodName: `e-${execId}`, driver: { namespace: ns, ...driver }, port: 7079 }).metadata,
-          uid: `s${execId}`,
-          ...extra,
-        },
-      }) as Service;
-    const goneNoMark = svcFor('2');
-    const expired = svcFor('3', { annotations: { 'spark-exec-svc/executor-gone-at': '2000-01-01T00:00:00Z' } });
-    const stray = svcFor('4', { ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: 'dead', uid: 'dead-uid' }] });
-    const foreign = { metadata: { name: 'svc-x', namespace: ns, labels: {} } } as Service;
-    const steps = planSweep({ executors: [live], drivers: [driverBody], services: [goneNoMark, expired, stray, foreign] }, config, new Date());
-    expect(steps.map((s) => `${s.kind}:${s.kind === 'ensure' ? s.executor.execId : s.service.metadata.name}`).sort()).toEqual(
-      [`ensure:1`, `mark-gone:${goneNoMark.metadata.name}`, `delete:${expired.metadata.name}`, `delete:${stray.metadata.name}`].sort(),
-    );
+  it('reads back the identity of our Services only', () => {
+    const stored = { ...structuredClone(desired), metadata: { ...structuredClone(desired.metadata), uid: 's-uid', resourceVersion: '7' } } as Service;
+    expect(serviceFact(stored)?.identity).toEqual(identity);
+    const foreign = { ...stored, metadata: { ...stored.metadata, labels: {} } };
+    expect(serviceFact(foreign)?.identity).toBeUndefined();
+    const twoOwners = { ...stored, metadata: { ...stored.metadata, ownerReferences: [...stored.metadata.ownerReferences!, { apiVersion: 'v1', kind: 'Pod', name: 'x', uid: 'x' }] } };
+    expect(serviceFact(twoOwners)?.identity).toBeUndefined();
+    const noUid = { ...stored, metadata: { ...stored.metadata, annotations: { 'spark-exec-svc/executor-pod': 'e-3' } } };
+    expect(serviceFact(noUid)?.identity).toBe('ours-incomplete');
   });
 });
 
@@ -179,18 +128,16 @@ describe('bounded caches', () => {
     expect(() => new BoundedLru(0)).toThrow(RangeError);
   });
 
-  it('LiveDriverCache answers only within its time-to-live', async () => {
-    const { LiveDriverCache } = await import('../shared/reconcile/driver-lookup.ts');
-    const cache = new LiveDriverCache(10, 1000);
-    const pod = Pod.parse(withUid(driverPod({ namespace: ns, appId, name: 'd' }), 'u1'));
-    cache.remember('u1', pod, 5000);
-    expect(cache.recent('u1', 5999)).toBe(pod);
-    expect(cache.recent('u1', 6000)).toBeUndefined();
-    expect(cache.recent('u1', 5500)).toBeUndefined(); // expired entries are dropped
-    cache.remember('u1', pod, 7000);
-    cache.markGone('u1');
-    cache.remember('u1', pod, 7001); // a read that started before the driver went
-    expect(cache.recent('u1', 7002)).toBeUndefined();
-    expect(cache.isGone('u1')).toBe(true);
+  it('BoundedLru also forgets past its byte budget, and keeps nothing larger than the budget', async () => {
+    const { BoundedLru } = await import('../shared/bounded-lru.ts');
+    const lru = new BoundedLru<string>(100, 100, (_key, value) => value.length);
+    lru.set('a', 'x'.repeat(40));
+    lru.set('b', 'x'.repeat(40));
+    lru.set('c', 'x'.repeat(40)); // 120 > 100: a goes
+    expect(lru.get('a')).toBeUndefined();
+    expect(lru.bytes).toBe(80);
+    lru.set('huge', 'x'.repeat(101));
+    expect(lru.get('huge')).toBeUndefined();
+    expect(lru.evictions).toBe(1);
   });
 });

@@ -12,7 +12,7 @@ afterEach(async () => {
 });
 
 const body = (execId: string) =>
-  desiredExecutorService({ namespace: NS, appId: 'spark-app', execId, executorPodName: `e-${execId}`, driver: { namespace: NS, name: 'd', uid: 'd-uid' }, port: 7079 });
+  desiredExecutorService(NS, { appId: 'spark-app', execId, executor: { name: `e-${execId}`, uid: `e-uid-${execId}` }, owner: { name: 'd', uid: 'd-uid' } }, 7079);
 
 /** The wrapper's contract, through the real client-node against the emulator. */
 describe('CoreV1KubeClient', () => {
@@ -30,7 +30,7 @@ describe('CoreV1KubeClient', () => {
     expect(await client.deleteService(NS, body('1').metadata.name, 'some-other-uid')).toBe('precondition-failed');
     expect(await client.deleteService(NS, body('1').metadata.name, stored!.metadata.uid!)).toBe('deleted');
     expect(await client.deleteService(NS, body('1').metadata.name, stored!.metadata.uid!)).toBe('not-found');
-    expect(await client.patchService(NS, 'missing', { metadata: { labels: { a: 'b' } } })).toBeUndefined();
+    expect(await client.patchService(NS, 'missing', { metadata: { labels: { a: 'b' } } })).toBe('not-found');
   });
 
   it('pages lists with limit and continue', async () => {

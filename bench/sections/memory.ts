@@ -7,8 +7,10 @@
 import { join } from 'node:path';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { EnsuredCache, ensuredKey } from '../../shared/reconcile/ensured-cache.ts';
-import { ExpiryThrottle } from '../../shared/reconcile/expiry.ts';
+import { DEFAULT_FACT_CACHE_LIMITS, FactCache, podKey, slotCacheKey } from '../../shared/reconcile/fact-cache.ts';
+import { serviceFactFromCreated, desiredExecutorService } from '../../shared/service-spec.ts';
+import { podFact } from '../../shared/spark-pod.ts';
+import { Pod } from '../../shared/k8s-objects.ts';
 import { sparkAppId } from '../../test/support/spark-pods.ts';
 import { EventPoster, type PodBody, type PreparedEvent, appDriver, appExecutors, podEvent } from '../lib/load.ts';
 import { connectInspector } from '../lib/inspector.ts';
@@ -138,7 +140,10 @@ function exposeGc(): () => void {
   return vm.runInNewContext('gc') as () => void;
 }
 
-/** Fills both caches well past capacity with realistic keys; measures their retained heap. */
+/**
+ * Fills the fact cache far past its bounds with hostile-sized entries (maximal names and UIDs,
+ * many distinct apps) and measures its retained heap: it must stop at its entry and byte bounds.
+ */
 function cacheCeilings(): CacheCeiling[] {
   const gc = exposeGc();
   const heap = (): number => {
@@ -146,30 +151,31 @@ function cacheCeilings(): CacheCeiling[] {
     gc();
     return process.memoryUsage().heapUsed;
   };
-  const results: CacheCeiling[] = [];
-
-  let before = heap();
-  const ensured = new EnsuredCache();
-  const ensuredInserts = 30_000;
-  for (let i = 0; i < ensuredInserts; i++) {
-    const appId = sparkAppId(i + 1);
+  const before = heap();
+  const facts = new FactCache();
+  const inserts = 30_000;
+  const now = Date.now();
+  for (let i = 0; i < inserts; i++) {
+    const appId = `${'a'.repeat(50)}${i}`.slice(-63);
     const execId = String((i % 500) + 1);
-    const podName = `spark-pi-${appId.slice(6, 14)}-exec-${execId}`;
-    const uid = `${appId.slice(6, 14)}-0000-4000-8000-${appId.slice(14, 26)}`;
-    ensured.remember(ensuredKey('spark-jobs', `svc-${appId}-exec-${execId}`), JSON.stringify([podName, uid, 7079, true]));
+    const name = `${'p'.repeat(240)}-${i}`;
+    const uid = `${'u'.repeat(120)}${i}`.slice(-128);
+    const owner = { name: `${'d'.repeat(240)}-${i}`, uid: `${'o'.repeat(120)}${i}`.slice(-128) };
+    const pod = Pod.parse({
+      metadata: { name, namespace: 'spark-jobs', uid, labels: { 'spark-role': 'executor', 'spark-app-selector': appId, 'spark-exec-id': execId }, ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', controller: true, ...owner }] },
+      status: { phase: 'Running' },
+    });
+    facts.pods.set(podKey('spark-jobs', name), { value: podFact(pod, 7079)!, at: now });
+    const identity = { appId, execId, executor: { name, uid }, owner };
+    const body = desiredExecutorService('spark-jobs', identity, 7079);
+    facts.services.set(podKey('spark-jobs', body.metadata.name), { value: serviceFactFromCreated(body, uid, String(i), identity), at: now });
+    facts.claimants.set(slotCacheKey('spark-jobs', appId, execId), { value: [name], at: now });
   }
-  let bytes = heap() - before;
-  results.push(ceiling('EnsuredCache', 10_000, ensuredInserts, ensured.size, bytes));
-
-  before = heap();
-  const throttle = new ExpiryThrottle();
-  const throttleInserts = 5_000;
-  for (let i = 0; i < throttleInserts; i++) throttle.noteScanned('spark-jobs', sparkAppId(i + 1), Date.now());
-  bytes = heap() - before;
-  results.push(ceiling('ExpiryThrottle', 1024, throttleInserts, throttle.size, bytes));
-  // Keep both alive until measured.
-  if (ensured.size + throttle.size < 0) throw new Error('unreachable');
-  return results;
+  const bytes = heap() - before;
+  const capacity = DEFAULT_FACT_CACHE_LIMITS.entries * 3;
+  const result = ceiling('FactCache (pods, services, claimants)', capacity, inserts * 3, facts.stats().entries, bytes);
+  if (facts.stats().entries < 0) throw new Error('unreachable'); // keep it alive until measured
+  return [result];
 }
 
 function ceiling(name: string, capacity: number, inserted: number, size: number, bytes: number): CacheCeiling {

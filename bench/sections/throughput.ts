@@ -60,14 +60,13 @@ async function seedApp(emulator: EmulatorProcess, namespace: string, seed: numbe
 }
 
 function serviceBodyFor(executor: PodBody, driver: PodBody) {
-  return desiredExecutorService({
-    namespace: executor.metadata.namespace,
+  const identity = {
     appId: executor.metadata.labels['spark-app-selector']!,
     execId: executor.metadata.labels['spark-exec-id']!,
-    executorPodName: executor.metadata.name,
-    driver: { namespace: driver.metadata.namespace, name: driver.metadata.name, uid: driver.metadata.uid! },
-    port: 7079,
-  });
+    executor: { name: executor.metadata.name, uid: executor.metadata.uid! },
+    owner: { name: driver.metadata.name, uid: driver.metadata.uid! },
+  };
+  return desiredExecutorService(executor.metadata.namespace, identity, 7079);
 }
 
 export async function runBareClient(options: RunOptions): Promise<VariantResult> {

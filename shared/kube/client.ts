@@ -23,10 +23,16 @@ export interface KubeClient {
   readService(namespace: string, name: string): Promise<Service | undefined>;
   listServices(namespace: string, labelSelector: string, limit: number, continueToken?: string): Promise<Page<Service>>;
   createService(body: ServiceBody): Promise<CreateResult>;
-  /** JSON merge patch (RFC 7386); undefined when the Service is gone. */
-  patchService(namespace: string, name: string, patch: Record<string, unknown>): Promise<Service | undefined>;
-  /** Deletes only the Service with this UID, so a newer Service of the same name is never hit. */
-  deleteService(namespace: string, name: string, uid: string): Promise<DeleteResult>;
+  /**
+   * JSON merge patch (RFC 7386). A `metadata.resourceVersion` in the patch is a precondition:
+   * 'conflict' when the Service changed since that version; 'not-found' when it is gone.
+   */
+  patchService(namespace: string, name: string, patch: Record<string, unknown>): Promise<Service | 'not-found' | 'conflict'>;
+  /**
+   * Deletes only the Service with this UID (and, when given, this resourceVersion), so that a
+   * newer Service of the same name, or one changed since it was decided on, is never hit.
+   */
+  deleteService(namespace: string, name: string, uid: string, resourceVersion?: string): Promise<DeleteResult>;
 }
 
 /** Items of a list response; items are validated one by one below. */
@@ -92,25 +98,28 @@ export class CoreV1KubeClient implements KubeClient {
     }
   }
 
-  async patchService(namespace: string, name: string, patch: Record<string, unknown>): Promise<Service | undefined> {
+  async patchService(namespace: string, name: string, patch: Record<string, unknown>): Promise<Service | 'not-found' | 'conflict'> {
     const call: CallDescription = { verb: 'patch', resource: 'services', namespace, name };
-    if (!isValidTarget(namespace, name)) return undefined;
-    return this.orUndefinedOn404(call, async () =>
-      parseObject(
-        Service,
-        await this.api.patchNamespacedService({ namespace, name, body: patch }, this.options(k8s.PatchStrategy.MergePatch)),
-        call,
-      ),
-    );
-  }
-
-  async deleteService(namespace: string, name: string, uid: string): Promise<DeleteResult> {
-    const call: CallDescription = { verb: 'delete', resource: 'services', namespace, name };
     if (!isValidTarget(namespace, name)) return 'not-found';
     try {
-      await this.run(call, () =>
-        this.api.deleteNamespacedService({ namespace, name, body: { preconditions: { uid } } }, this.options()),
+      const patched = await this.run(call, () =>
+        this.api.patchNamespacedService({ namespace, name, body: patch }, this.options(k8s.PatchStrategy.MergePatch)),
       );
+      return parseObject(Service, patched, call);
+    } catch (error) {
+      if (error instanceof KubeApiError && error.status === 404) return 'not-found';
+      // A stale resourceVersion (or uid) in the patch: the object changed since it was read.
+      if (error instanceof KubeApiError && error.status === 409) return 'conflict';
+      throw error;
+    }
+  }
+
+  async deleteService(namespace: string, name: string, uid: string, resourceVersion?: string): Promise<DeleteResult> {
+    const call: CallDescription = { verb: 'delete', resource: 'services', namespace, name };
+    if (!isValidTarget(namespace, name)) return 'not-found';
+    const preconditions = resourceVersion === undefined ? { uid } : { uid, resourceVersion };
+    try {
+      await this.run(call, () => this.api.deleteNamespacedService({ namespace, name, body: { preconditions } }, this.options()));
       return 'deleted';
     } catch (error) {
       if (error instanceof KubeApiError && error.status === 404) return 'not-found';

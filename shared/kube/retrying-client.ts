@@ -13,6 +13,6 @@ export function withRetries(client: KubeClient, policy: RetryPolicy): KubeClient
       retry(() => client.listServices(ns, selector, limit, token)),
     createService: (body: ServiceBody) => retry(() => client.createService(body)),
     patchService: (ns: string, name: string, patch: Record<string, unknown>) => retry(() => client.patchService(ns, name, patch)),
-    deleteService: (ns: string, name: string, uid: string) => retry(() => client.deleteService(ns, name, uid)),
+    deleteService: (ns: string, name: string, uid: string, rv?: string) => retry(() => client.deleteService(ns, name, uid, rv)),
   };
 }

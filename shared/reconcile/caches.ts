@@ -1,17 +1,15 @@
-import { LiveDriverCache } from './driver-lookup.ts';
-import { EnsuredCache } from './ensured-cache.ts';
-import { ExpiryThrottle } from './expiry.ts';
+import { FactCache } from './fact-cache.ts';
+import { SweepCursor } from './sweep.ts';
 
 /**
- * What one function process remembers between events. Every entry is bounded, and losing all of
- * it (a restart, a new instance) only costs API calls, never correctness.
+ * What one function process keeps between events: observed facts and the sweep's position.
+ * Every entry is bounded, and losing all of it (a restart, a new instance) only costs API calls.
  */
 export interface ProcessCaches {
-  readonly expiryThrottle: ExpiryThrottle;
-  readonly ensuredCache: EnsuredCache;
-  readonly liveDrivers: LiveDriverCache;
+  readonly facts: FactCache;
+  readonly sweepCursor: SweepCursor;
 }
 
 export function newProcessCaches(): ProcessCaches {
-  return { expiryThrottle: new ExpiryThrottle(), ensuredCache: new EnsuredCache(), liveDrivers: new LiveDriverCache() };
+  return { facts: new FactCache(), sweepCursor: new SweepCursor() };
 }

@@ -1,34 +1,32 @@
 import type { Config } from '../config.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { Logger } from '../log.ts';
-import type { LiveDriverCache } from './driver-lookup.ts';
-import type { EnsuredCache } from './ensured-cache.ts';
-import type { ExpiryThrottle } from './expiry.ts';
+import type { FactCache } from './fact-cache.ts';
+import type { SweepCursor } from './sweep.ts';
 
-/** What one event's reconciliation may use: the API (already wrapped with retries), config, a clock. */
+/** What one event's reconciliation may use: the API (already wrapped with retries), config, a clock, the process's facts. */
 export interface ReconcileContext {
   readonly client: KubeClient;
   readonly config: Config;
   readonly now: () => Date;
   readonly log: Logger;
-  /** Shared across events of one process; absent = no opportunistic expiry scans on add/update. */
-  readonly expiryThrottle?: ExpiryThrottle | undefined;
-  /** Shared across events of one process; absent = every update is checked against the API. */
-  readonly ensuredCache?: EnsuredCache | undefined;
-  /** Shared across events of one process; absent = every executor add reads its driver. */
-  readonly liveDrivers?: LiveDriverCache | undefined;
+  /** Shared across events of one process: facts observed and our own writes (never decisions). */
+  readonly facts: FactCache;
+  /** Where the last sweep stopped; absent = every sweep starts from the beginning. */
+  readonly sweepCursor?: SweepCursor | undefined;
 }
 
 /** What happened to one Service. */
 export type ServiceAction =
-  | 'created' // did not exist, created for a live executor
-  | 'verified' // exists and is right: nothing written
-  | 'patched' // ours, had drifted (selector/port/owner/labels), fixed
-  | 'recreated' // executor went and its Service was missing while the driver lives: created again
-  | 'marked-gone' // executor went: cool-down started (annotation set)
-  | 'deleted' // removed: driver gone, cool-down over, or a stray
-  | 'collected' // owned by the deleted driver: Kubernetes garbage collection removes it
-  | 'conflict'; // a Service with that name exists and is not ours: left alone
+  | 'created' // did not exist, created for a running executor
+  | 'verified' // exists and is right, or nothing to do: nothing written
+  | 'patched' // ours, same identity, had drifted (type/selector/ports/labels/annotations): fixed
+  | 'marked-gone' // its executor is verified gone: cool-down started (annotation set)
+  | 'unmarked' // marked gone, but its executor runs: mark removed
+  | 'deleted' // removed: its driver finished, its cool-down is over, or a stray whose name is needed
+  | 'collected' // its driver pod is gone: Kubernetes garbage collection removes it
+  | 'conflict' // not ours, or another identity's whose driver runs: left alone
+  | 'skipped'; // no Service for a running executor, with the reason (not opted in, no port, no driver, cap)
 
 export interface ServiceOutcome {
   readonly namespace: string;
@@ -56,7 +54,7 @@ export function skipped(reason: string, extra: Partial<EventResult> = {}): Event
 }
 
 /** The headline: the most consequential thing that happened. */
-const PRIORITY: readonly ServiceAction[] = ['conflict', 'deleted', 'recreated', 'created', 'patched', 'marked-gone', 'collected', 'verified'];
+const PRIORITY: readonly ServiceAction[] = ['conflict', 'deleted', 'created', 'patched', 'unmarked', 'marked-gone', 'collected', 'skipped', 'verified'];
 
 export function headline(outcomes: readonly ServiceOutcome[]): ServiceAction | undefined {
   for (const action of PRIORITY) if (outcomes.some((o) => o.action === action)) return action;

@@ -1,14 +1,24 @@
+/**
+ * Events are hints (controller-runtime's Reconcile: "the Request won't contain that a Pod was
+ * deleted"): each names what to look at — one executor slot, or one application — and the
+ * decision is taken from what the API server says. What an event claims never justifies a
+ * write; it only chooses which remembered facts may save a read.
+ */
 import type { FunctionEvent, Verb } from '../events.ts';
-import type { Pod, Service } from '../k8s-objects.ts';
-import { DRIVER_POD_ANNOTATION, EXECUTOR_POD_ANNOTATION, SPARK_APP_ID_LABEL, SPARK_EXECUTOR_ID_LABEL } from '../labels.ts';
+import type { Pod } from '../k8s-objects.ts';
+import { DRIVER_POD_ANNOTATION, EXECUTOR_POD_ANNOTATION, SPARK_EXECUTOR_ID_LABEL } from '../labels.ts';
 import { forEachPage } from '../kube/paging.ts';
-import { OUR_SERVICES_SELECTOR, isOurService } from '../service-spec.ts';
-import { classifySparkPod, isLivePod, isPodFinished } from '../spark-pod.ts';
+import { OUR_SERVICES_SELECTOR, type ServiceFact, appServicesSelector, serviceFact } from '../service-spec.ts';
+import { type PodFact, notAnExecutorSlot, podFact } from '../spark-pod.ts';
+import type { SlotKey } from '../decide.ts';
 import { type EventResult, type ServiceOutcome, headline, ignored } from './context.ts';
 import type { ReconcileContext } from './context.ts';
-import { driverGone } from './driver.ts';
-import { ensureExecutorService, executorGone } from './executor.ts';
+import { podKey, slotCacheKey } from './fact-cache.ts';
+import { reconcileServices, reconcileSlots, slotOf } from './reconcile.ts';
 import { sweep } from './sweep.ts';
+
+/** Executor ids listed after the one an add names: Spark creates executors in batches (spark.kubernetes.allocation.batch.size). */
+const CLAIMANT_WINDOW = 31;
 
 /** Routes one parsed event to the reconciliation it needs. */
 export async function reconcileEvent(ctx: ReconcileContext, event: FunctionEvent): Promise<EventResult> {
@@ -18,7 +28,7 @@ export async function reconcileEvent(ctx: ReconcileContext, event: FunctionEvent
     case 'sweep':
       return sweep(ctx);
     case 'pod':
-      return reconcilePod(ctx, event.verb, event.pod);
+      return reconcilePodHint(ctx, event.verb, event.pod, undefined);
     case 'pod-ref':
       return reconcileReference(ctx, event.verb, event.namespace, event.name);
   }
@@ -28,83 +38,124 @@ function isWatched(ctx: ReconcileContext, namespace: string): boolean {
   return ctx.config.namespaces.includes(namespace);
 }
 
-export async function reconcilePod(ctx: ReconcileContext, verb: Verb, pod: Pod): Promise<EventResult> {
+/**
+ * A pod event. `readNow` is set when the pod was just read from the API (Reference mode); in
+ * Resource mode the pod is what the event claims.
+ */
+async function reconcilePodHint(ctx: ReconcileContext, verb: Verb, pod: Pod, readNow: PodFact | undefined): Promise<EventResult> {
   const namespace = pod.metadata.namespace;
-  if (!isWatched(ctx, namespace)) return ignored(`namespace ${namespace} is not watched`, { namespace, pod: pod.metadata.name });
-  const spark = classifySparkPod(pod);
-  if (spark === undefined) return ignored('not a Spark driver or executor pod', { namespace, pod: pod.metadata.name });
-  const finished = verb === 'delete' || isPodFinished(pod);
-  if (spark.role === 'executor') {
-    if (!finished) return ensureExecutorService(ctx, spark);
-    return executorGone(ctx, {
-      namespace,
-      appId: spark.appId,
-      execId: spark.execId,
-      executorPodName: pod.metadata.name,
-      driver: spark.driver,
-      pod,
-    });
+  const base = { namespace, pod: pod.metadata.name };
+  if (!isWatched(ctx, namespace)) return ignored(`namespace ${namespace} is not watched`, base);
+  const hint = readNow ?? podFact(pod, ctx.config.defaultBlockManagerPort);
+  if (hint === undefined || hint.role === undefined) return ignored('not a Spark driver or executor pod', base);
+  if (hint.appId === undefined) return ignored('Spark pod without an application id', base);
+  const app = { ...base, app: hint.appId };
+  const goneHint = verb === 'delete' || hint.terminal;
+  if (hint.role === 'driver') {
+    // A driver that runs needs nothing; one that ended may leave Services behind (finished pods stay).
+    if (!goneHint) return ignored('driver running: nothing to do', app);
+    return result(await reconcileApp(ctx, namespace, hint.appId), app);
   }
-  const uid = pod.metadata.uid;
-  if (uid === undefined) return ignored('driver pod without uid', { namespace, pod: pod.metadata.name });
-  // A driver's own add/update is not taken as proof that it lives: under shuffled delivery it may be
-  // older than the driver's end. Only fresh reads fill the live-driver cache.
-  if (!finished) return ignored('driver running: nothing to do', { namespace, pod: pod.metadata.name, app: spark.appId });
-  return driverGone(ctx, { namespace, name: pod.metadata.name, uid }, spark.appId, verb === 'delete');
+  const notSlot = notAnExecutorSlot(hint, pod.metadata.labels?.[SPARK_EXECUTOR_ID_LABEL]);
+  if (notSlot !== undefined) return ignored(notSlot, app);
+  const slot: SlotKey = { appId: hint.appId, execId: hint.execId! };
+  const remembered = ctx.facts.pods.get(podKey(namespace, hint.name))?.value;
+  // What the event says may only spare reads that could never lead to a write that hurts: for
+  // an executor it says runs, remembered facts stand in as long as they agree with it; for one it
+  // says went, that executor and its slot are read afresh.
+  const agrees = !goneHint && remembered !== undefined && samePodFact(remembered, hint);
+  const outcomes = await reconcileSlots(ctx, {
+    namespace,
+    slots: [slot],
+    read: readNow === undefined ? undefined : { pods: [readNow] },
+    remembered: {
+      services: true,
+      pod: (name) => name !== hint.name || agrees,
+      claimants: (s) => agrees && s.appId === slot.appId && s.execId === slot.execId && cachedClaimantsInclude(ctx, namespace, s, hint.name),
+    },
+    claimantWindow: goneHint ? 0 : CLAIMANT_WINDOW,
+  });
+  return result(outcomes, app);
+}
+
+function cachedClaimantsInclude(ctx: ReconcileContext, namespace: string, slot: SlotKey, name: string): boolean {
+  return ctx.facts.claimants.get(slotCacheKey(namespace, slot.appId, slot.execId))?.value.includes(name) === true;
+}
+
+/** Same pod, and nothing the rules read differs (status churn and Spark's own label updates do not count). */
+function samePodFact(a: PodFact, b: PodFact): boolean {
+  return (
+    a.uid === b.uid &&
+    a.terminal === b.terminal &&
+    a.deleting === b.deleting &&
+    a.appId === b.appId &&
+    a.execId === b.execId &&
+    a.optIn === b.optIn &&
+    a.controllerPod?.name === b.controllerPod?.name &&
+    a.controllerPod?.uid === b.controllerPod?.uid &&
+    JSON.stringify(a.port) === JSON.stringify(b.port)
+  );
 }
 
 /**
- * Reference mode carries only the pod's namespace and name. For add/update the pod is read;
- * a 404 means it is already gone and a later delete event will follow. For delete, the pod is
- * gone, so our Services that name it (annotations) tell what it was.
+ * Every Service of one application, page by page, decided afresh (a driver ended: finished
+ * drivers' Services are deleted, deleted drivers' are left to garbage collection). The work is
+ * bounded per event: past half the event's budget the rest is left to the sweep.
+ */
+async function reconcileApp(ctx: ReconcileContext, namespace: string, appId: string): Promise<ServiceOutcome[]> {
+  const outcomes: ServiceOutcome[] = [];
+  const started = Date.now();
+  let token: string | undefined;
+  do {
+    const page = await ctx.client.listServices(namespace, appServicesSelector(appId), ctx.config.sweepPageSize, token);
+    outcomes.push(...(await reconcileServices(ctx, namespace, page.items.flatMap((s) => serviceFact(s) ?? []))));
+    token = page.continueToken;
+  } while (token !== undefined && Date.now() - started < ctx.config.eventDeadlineMs / 2);
+  return outcomes;
+}
+
+/**
+ * Reference mode carries only the pod's namespace and name. The pod is read; if it still exists
+ * this is an ordinary pod event with a fresh fact. If it is gone, our Services that name it
+ * (annotations) say which slots to look at.
  */
 async function reconcileReference(ctx: ReconcileContext, verb: Verb, namespace: string, name: string): Promise<EventResult> {
-  if (!isWatched(ctx, namespace)) return ignored(`namespace ${namespace} is not watched`, { namespace, pod: name });
+  const base = { namespace, pod: name };
+  if (!isWatched(ctx, namespace)) return ignored(`namespace ${namespace} is not watched`, base);
   const pod = await ctx.client.readPod(namespace, name);
-  if (verb !== 'delete') {
-    if (pod === undefined) return ignored('pod already gone', { namespace, pod: name });
-    return reconcilePod(ctx, verb, pod);
-  }
-  // A pod of that name that still exists is either still terminating, or a new pod with the same name.
-  if (pod !== undefined && isPodFinished(pod)) return reconcilePod(ctx, 'delete', pod);
+  const fact = pod === undefined ? undefined : podFact(pod, ctx.config.defaultBlockManagerPort);
+  if (pod !== undefined && fact !== undefined) return reconcilePodHint(ctx, verb, pod, fact);
+  if (verb !== 'delete') return ignored('pod already gone', base);
   const related = await servicesNamingPod(ctx, namespace, name);
-  if (related.length === 0) return ignored('no Service of ours refers to this pod', { namespace, pod: name });
-  const results: EventResult[] = [];
-  const driverHandled = new Set<string>();
-  for (const service of related) {
-    const appId = service.metadata.labels?.[SPARK_APP_ID_LABEL];
-    const execId = service.metadata.labels?.[SPARK_EXECUTOR_ID_LABEL];
-    if (appId === undefined || execId === undefined) continue;
-    const owner = (service.metadata.ownerReferences ?? [])[0];
-    const annotations = service.metadata.annotations ?? {};
-    if (annotations[EXECUTOR_POD_ANNOTATION] === name) {
-      if (pod !== undefined && pod.metadata.labels?.[SPARK_EXECUTOR_ID_LABEL] === execId && !isPodFinished(pod)) continue; // same executor, alive
-      const driver = owner === undefined ? undefined : { namespace, name: owner.name, uid: owner.uid };
-      results.push(await executorGone(ctx, { namespace, appId, execId, executorPodName: name, driver, pod: undefined }));
-    } else if (annotations[DRIVER_POD_ANNOTATION] === name && !driverHandled.has(appId)) {
-      // The uid of the deleted driver is only known from an ownerReference; without one, every Service is a stray.
-      const driver = { namespace, name, uid: owner?.name === name ? owner.uid : '' };
-      if (pod !== undefined && isLivePod(pod, driver)) continue;
-      driverHandled.add(appId); // one driverGone covers every Service of the app
-      results.push(await driverGone(ctx, driver, appId, true));
-    }
-  }
-  const outcomes: ServiceOutcome[] = results.flatMap((r) => r.outcomes);
-  return { action: headline(outcomes) ?? 'verified', namespace, pod: name, app: results[0]?.app, outcomes };
+  if (related.length === 0) return ignored('no Service of ours refers to this pod', base);
+  const slots = related.flatMap((service) => {
+    const slot = slotOf(service);
+    return slot === undefined ? [] : [{ slot, service }];
+  });
+  const outcomes = await reconcileSlots(ctx, { namespace, slots: slots.map((s) => s.slot), read: { pods: [{ absent: name }], services: slots } });
+  return result(outcomes, { ...base, app: slots[0]?.slot.appId });
 }
 
 /** Our Services whose annotations name this pod as their executor or driver (paged list). */
-async function servicesNamingPod(ctx: ReconcileContext, namespace: string, podName: string): Promise<Service[]> {
-  const found: Service[] = [];
+async function servicesNamingPod(ctx: ReconcileContext, namespace: string, podName: string): Promise<ServiceFact[]> {
+  const found: ServiceFact[] = [];
   await forEachPage(
     (token) => ctx.client.listServices(namespace, OUR_SERVICES_SELECTOR, ctx.config.sweepPageSize, token),
     (services) => {
       for (const service of services) {
-        if (!isOurService(service)) continue;
         const annotations = service.metadata.annotations ?? {};
-        if (annotations[EXECUTOR_POD_ANNOTATION] === podName || annotations[DRIVER_POD_ANNOTATION] === podName) found.push(service);
+        if (annotations[EXECUTOR_POD_ANNOTATION] !== podName && annotations[DRIVER_POD_ANNOTATION] !== podName) continue;
+        const fact = serviceFact(service);
+        if (fact !== undefined) found.push(fact);
       }
     },
   );
   return found;
 }
+
+function result(outcomes: readonly ServiceOutcome[], base: { namespace: string; pod: string; app?: string | undefined }): EventResult {
+  const action = headline(outcomes) ?? 'verified';
+  const reason = action === 'skipped' || action === 'conflict' ? outcomes.find((o) => o.action === action)?.detail : outcomes.length === 0 ? 'no Services' : undefined;
+  return { action, ...base, reason, outcomes };
+}
+

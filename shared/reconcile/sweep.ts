@@ -1,46 +1,110 @@
-import type { Pod, Service } from '../k8s-objects.ts';
-import { listAll } from '../kube/paging.ts';
-import { EXECUTOR_GONE_AT_ANNOTATION, SPARK_ROLE_DRIVER, SPARK_ROLE_EXECUTOR, SPARK_ROLE_LABEL } from '../labels.ts';
-import { executorServiceName } from '../naming.ts';
-import { OUR_SERVICES_SELECTOR } from '../service-spec.ts';
-import { planSweep } from '../sweep-plan.ts';
-import type { EventResult, ReconcileContext, ServiceOutcome } from './context.ts';
-import { deleteOurs } from './delete.ts';
-import { ensuredKey } from './ensured-cache.ts';
-import { ensureExecutorService } from './executor.ts';
-
 /**
- * The periodic safety net (a PingSource event): events lost while nothing ran, and the clock
- * that ends cooled-down Services. Reads each watched namespace in pages, then repairs.
+ * The periodic safety net (a PingSource event): the ApiServerSource sends nothing for its
+ * initial list, re-lists and restarts, so only a list-and-compare repairs what those lost. It
+ * walks each watched namespace page by page — first our Services (marks, cool-downs, strays),
+ * then the executor pods (missing Services) — and hands every page to the same reconciliation
+ * as the events, which reads what it needs afresh per application before acting. Each sweep
+ * stops after half the event's budget and the next one goes on from there, so a namespace of any
+ * size is covered in a bounded number of sweeps; every write carries preconditions, so
+ * overlapping sweeps and events cannot undo each other.
  */
+import type { SlotKey } from '../decide.ts';
+import { KubeApiError } from '../kube/errors.ts';
+import type { Page } from '../kube/client.ts';
+import type { Pod, Service } from '../k8s-objects.ts';
+import { SPARK_ROLE_EXECUTOR, SPARK_ROLE_LABEL } from '../labels.ts';
+import { OUR_SERVICES_SELECTOR, serviceFact } from '../service-spec.ts';
+import { type PodFact, podFact } from '../spark-pod.ts';
+import type { EventResult, ReconcileContext, ServiceOutcome } from './context.ts';
+import { reconcileServices, reconcileSlots } from './reconcile.ts';
+
+type Pass = 'services' | 'executors';
+
+/** Where the sweep goes on. Kept in process memory: a new process starts from the beginning, which only costs reads. */
+export class SweepCursor {
+  namespaceIndex = 0;
+  pass: Pass = 'services';
+  continueToken: string | undefined;
+  /** Our Services counted so far in the current namespace's Services pass. */
+  counted = 0;
+  /** Complete rounds over every watched namespace, both passes. */
+  rounds = 0;
+}
+
 export async function sweep(ctx: ReconcileContext): Promise<EventResult> {
+  const cursor = ctx.sweepCursor ?? new SweepCursor();
+  const namespaces = ctx.config.namespaces;
+  const started = Date.now();
+  const budgetMs = ctx.config.eventDeadlineMs / 2;
   const outcomes: ServiceOutcome[] = [];
+  const startRound = cursor.rounds;
   let examined = 0;
-  for (const namespace of ctx.config.namespaces) {
-    const limit = ctx.config.sweepPageSize;
-    const [executors, drivers, services] = [
-      await listAll<Pod>((token) => ctx.client.listPods(namespace, `${SPARK_ROLE_LABEL}=${SPARK_ROLE_EXECUTOR}`, limit, token)),
-      await listAll<Pod>((token) => ctx.client.listPods(namespace, `${SPARK_ROLE_LABEL}=${SPARK_ROLE_DRIVER}`, limit, token)),
-      await listAll<Service>((token) => ctx.client.listServices(namespace, OUR_SERVICES_SELECTOR, limit, token)),
-    ];
-    examined += services.length;
-    for (const step of planSweep({ executors, drivers, services }, ctx.config, ctx.now())) {
-      if (step.kind === 'ensure') {
-        // The plan saw the Service missing or drifted: whatever this process cached about it is stale.
-        ctx.ensuredCache?.forget(ensuredKey(namespace, executorServiceName(step.executor.appId, step.executor.execId)));
-        const result = await ensureExecutorService(ctx, step.executor);
-        outcomes.push(...result.outcomes.map((o) => ({ ...o, detail: [step.why, o.detail].filter(Boolean).join('; ') })));
-      } else if (step.kind === 'delete') {
-        outcomes.push(await deleteOurs(ctx, step.service, step.why));
-      } else {
-        const { name } = step.service.metadata;
-        const patched = await ctx.client.patchService(namespace, name, {
-          metadata: { annotations: { [EXECUTOR_GONE_AT_ANNOTATION]: ctx.now().toISOString() } },
-        });
-        if (patched !== undefined) outcomes.push({ namespace, service: name, action: 'marked-gone', detail: 'executor pod missing; cool-down started' });
+  let pages = 0;
+  do {
+    const namespace = namespaces[cursor.namespaceIndex % namespaces.length]!;
+    let page: Page<Service> | Page<Pod>;
+    try {
+      page = await listPage(ctx, namespace, cursor.pass, cursor.continueToken);
+    } catch (error) {
+      // A continue token expires (410 Expired) when its snapshot is compacted: start the pass again.
+      if (error instanceof KubeApiError && error.status === 410 && cursor.continueToken !== undefined) {
+        cursor.continueToken = undefined;
+        cursor.counted = 0;
+        continue;
       }
+      throw error;
     }
+    pages++;
+    examined += page.items.length;
+    if (cursor.pass === 'services') {
+      cursor.counted += page.items.length;
+      outcomes.push(...(await reconcileServices(ctx, namespace, (page.items as Service[]).flatMap((s) => serviceFact(s) ?? []))));
+    } else {
+      outcomes.push(...(await reconcileExecutorPage(ctx, namespace, page.items as Pod[])));
+    }
+    advance(ctx, cursor, namespace, page.continueToken);
+  } while (cursor.rounds === startRound && Date.now() - started < budgetMs);
+  const changed = outcomes.filter((o) => o.action !== 'verified' && o.action !== 'skipped');
+  const done = cursor.rounds > startRound;
+  return {
+    action: 'swept',
+    reason: `${pages} page(s), ${examined} objects examined, ${changed.length} repaired${done ? '' : '; the next sweep goes on from here'}`,
+    outcomes: changed,
+  };
+}
+
+function listPage(ctx: ReconcileContext, namespace: string, pass: Pass, token: string | undefined): Promise<Page<Service> | Page<Pod>> {
+  const limit = ctx.config.sweepPageSize;
+  return pass === 'services'
+    ? ctx.client.listServices(namespace, OUR_SERVICES_SELECTOR, limit, token)
+    : ctx.client.listPods(namespace, `${SPARK_ROLE_LABEL}=${SPARK_ROLE_EXECUTOR}`, limit, token);
+}
+
+function advance(ctx: ReconcileContext, cursor: SweepCursor, namespace: string, token: string | undefined): void {
+  cursor.continueToken = token;
+  if (token !== undefined) return;
+  if (cursor.pass === 'services') {
+    // A complete count: the cap's check starts from it, our own writes keep it current.
+    ctx.facts.setServiceCount(namespace, cursor.counted, ctx.now().getTime());
+    cursor.counted = 0;
+    cursor.pass = 'executors';
+    return;
   }
-  const changed = outcomes.filter((o) => o.action !== 'verified');
-  return { action: 'swept', reason: `${examined} Services examined, ${changed.length} repaired`, outcomes: changed };
+  cursor.pass = 'services';
+  cursor.namespaceIndex = (cursor.namespaceIndex + 1) % ctx.config.namespaces.length;
+  if (cursor.namespaceIndex === 0) cursor.rounds++;
+}
+
+/** Executor pods of one page: their slots are decided with their Services read first (so that existing ones are not created again). */
+async function reconcileExecutorPage(ctx: ReconcileContext, namespace: string, pods: readonly Pod[]): Promise<ServiceOutcome[]> {
+  const facts: PodFact[] = [];
+  const slots: SlotKey[] = [];
+  for (const pod of pods) {
+    const fact = podFact(pod, ctx.config.defaultBlockManagerPort);
+    if (fact === undefined) continue;
+    facts.push(fact);
+    if (fact.appId !== undefined && fact.execId !== undefined && !fact.terminal) slots.push({ appId: fact.appId, execId: fact.execId });
+  }
+  if (slots.length === 0) return [];
+  return reconcileSlots(ctx, { namespace, slots, read: { pods: facts }, readServicesFirst: true });
 }

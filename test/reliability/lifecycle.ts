@@ -5,7 +5,6 @@
  * snapshot at that time), and the exact set of Services a correct system must end with.
  * No vitest import: test/soak/run.ts uses it too.
  */
-import { resolveBlockManagerPort } from '../../shared/block-manager-port.ts';
 import type { Pod } from '../../shared/k8s-objects.ts';
 import {
   BLOCK_MANAGER_PORT_NAME,
@@ -19,7 +18,6 @@ import {
 } from '../../shared/labels.ts';
 import { executorServiceName } from '../../shared/naming.ts';
 import { seededRandom } from '../support/random.ts';
-import { hasOptIn, isPodFinished } from '../../shared/spark-pod.ts';
 import type { KubeEmulator } from '../kube-emulator/index.ts';
 import { type PostedReply, podEventType, podSubject, postCloudEvent } from '../support/cloudevents.ts';
 import { OPT_IN, type PodBody, driverPod, executorPod, sparkAppId } from '../support/spark-pods.ts';
@@ -333,36 +331,40 @@ export interface ExpectedService {
   readonly appId: string;
   readonly execId: string;
   readonly executorPodName: string;
+  readonly executorUid: string;
   readonly driverName: string;
   readonly driverUid: string;
   readonly port: number;
-  /** The executor pod is gone (deleted or finished): the cool-down must have started. */
+  /**
+   * The executor pod is gone (deleted or in a terminal phase). Its Service may exist or not
+   * (a Service is only ever created for a running executor, so a lost or late add leaves none),
+   * but if it exists it must carry the cool-down mark.
+   */
   readonly gone: boolean;
 }
 
-export interface ForeignService {
-  readonly namespace: string;
-  readonly name: string;
-  readonly snapshot: Record<string, unknown>;
-}
+/** Written from the specification, not from the code under test: a terminal phase ends a pod; being deleted does not. */
+const TERMINAL = new Set(['Succeeded', 'Failed']);
+const optedIn = (pod: { metadata: { labels?: Record<string, string>; annotations?: Record<string, string> } } | undefined): boolean =>
+  pod?.metadata.labels?.['spark-exec-svc/enabled'] === 'true' || pod?.metadata.annotations?.['spark-exec-svc/enabled'] === 'true';
+type PodNow = { metadata: { uid?: string; labels?: Record<string, string>; annotations?: Record<string, string> }; status?: { phase?: string } };
 
 /**
- * For every opted-in executor in a watched namespace whose driver pod still lives (exists, not
- * finished): its Service, marked gone iff the executor pod is gone. Nothing else of ours.
+ * For every opted-in executor with a driver owner reference in a watched namespace whose driver
+ * pod still lives (exists with its UID, not terminal): its Service, marked gone iff the executor
+ * pod is gone. Nothing else of ours.
  */
 export function expectedServices(world: World, watched: readonly string[], defaultPort: number): Map<string, ExpectedService> {
   const expected = new Map<string, ExpectedService>();
   for (const { app, plan, last } of world.executors.values()) {
-    if (!watched.includes(app.namespace)) continue;
+    if (!watched.includes(app.namespace) || !plan.ownerRef) continue;
     const driver = world.drivers.get(app.index)!;
-    const driverNow = world.emulator.getObject('pods', app.namespace, driver.name) as Pod | undefined;
-    const driverLives = driverNow !== undefined && driverNow.metadata.uid === driver.uid && !isPodFinished(driverNow);
+    const driverNow = world.emulator.getObject('pods', app.namespace, driver.name) as PodNow | undefined;
+    const driverLives = driverNow !== undefined && driverNow.metadata.uid === driver.uid && !TERMINAL.has(driverNow.status?.phase ?? '');
     if (!driverLives) continue;
-    if (!hasOptIn(last as unknown as Pod) && !hasOptIn(driverNow)) continue;
-    const podNow = world.emulator.getObject('pods', app.namespace, last.metadata.name) as Pod | undefined;
-    const alive = podNow !== undefined && podNow.metadata.uid === last.metadata.uid && !isPodFinished(podNow);
-    const port = resolveBlockManagerPort(last as unknown as Pod, defaultPort);
-    if (!port.ok) continue;
+    if (!optedIn(last) && !optedIn(driverNow)) continue;
+    const podNow = world.emulator.getObject('pods', app.namespace, last.metadata.name) as PodNow | undefined;
+    const alive = podNow !== undefined && podNow.metadata.uid === last.metadata.uid && !TERMINAL.has(podNow.status?.phase ?? '');
     const name = executorServiceName(app.appId, plan.execId);
     expected.set(`${app.namespace}/${name}`, {
       namespace: app.namespace,
@@ -370,13 +372,20 @@ export function expectedServices(world: World, watched: readonly string[], defau
       appId: app.appId,
       execId: plan.execId,
       executorPodName: last.metadata.name,
+      executorUid: last.metadata.uid!,
       driverName: driver.name,
       driverUid: driver.uid,
-      port: port.port,
+      port: plan.port ?? defaultPort,
       gone: !alive,
     });
   }
   return expected;
+}
+
+export interface ForeignService {
+  readonly namespace: string;
+  readonly name: string;
+  readonly snapshot: Record<string, unknown>;
 }
 
 type Svc = {
@@ -419,7 +428,7 @@ export function mismatches(
     }
   }
   for (const [key, want] of expected) {
-    if (!seen.has(key) && !foreignKeys.has(key)) problems.push(`missing Service ${key} (executor ${want.executorPodName}${want.gone ? ', gone' : ''})`);
+    if (!seen.has(key) && !foreignKeys.has(key) && !want.gone) problems.push(`missing Service ${key} (executor ${want.executorPodName})`);
   }
   return problems;
 }
@@ -445,6 +454,7 @@ function checkService(svc: Svc, want: ExpectedService): string[] {
   }
   const annotations = svc.metadata.annotations ?? {};
   if (annotations[EXECUTOR_POD_ANNOTATION] !== want.executorPodName) p.push(`executor-pod annotation ${annotations[EXECUTOR_POD_ANNOTATION]}`);
+  if (annotations['spark-exec-svc/executor-uid'] !== want.executorUid) p.push(`executor-uid annotation ${annotations['spark-exec-svc/executor-uid']}`);
   if (annotations[DRIVER_POD_ANNOTATION] !== want.driverName) p.push(`driver-pod annotation ${annotations[DRIVER_POD_ANNOTATION]}`);
   const marked = annotations[EXECUTOR_GONE_AT_ANNOTATION] !== undefined;
   if (marked !== want.gone) p.push(want.gone ? 'executor gone but no cool-down mark' : 'executor alive but marked gone');

@@ -1,0 +1,350 @@
+/**
+ * The rule book: the one place that decides what happens to executor Services. Pure — no I/O,
+ * no clock, no cache — and used alike by every event and by the sweep (the shape of Kubernetes'
+ * endpointslice controller: read, a pure reconcile() that lists creates/updates/deletes, apply).
+ *
+ * Events are hints: they only choose which slots to look at. Every decision here is taken from
+ * facts read from the API server (`fresh`: read during this reconciliation) or remembered from
+ * earlier reads and our own writes (not fresh). A remembered fact may only lead to keeping or
+ * creating; anything that could hurt — marking gone, deleting — needs fresh facts, as the
+ * garbage collector does a live lookup before each delete (attemptToDeleteItem). When a fact is
+ * missing, the decision asks for it (`needs`) instead of guessing.
+ *
+ * The invariant it keeps: for every live, opted-in executor whose driver lives, its Service
+ * exists, carries no gone mark, is owned by that driver and selects that executor.
+ */
+import type { Config } from './config.ts';
+import { EXECUTOR_GONE_AT_ANNOTATION } from './labels.ts';
+import { executorServiceName } from './naming.ts';
+import {
+  type ServiceBody,
+  type ServiceFact,
+  type ServiceIdentity,
+  desiredExecutorService,
+  desiredShape,
+  shapePatch,
+} from './service-spec.ts';
+import type { PodFact, PodRef } from './spark-pod.ts';
+
+/** A fact and where it came from. `at` is when it was read (epoch ms). */
+export interface Observation<T> {
+  readonly value: T;
+  readonly at: number;
+  /** Read during this reconciliation (not remembered from an earlier one). */
+  readonly fresh: boolean;
+}
+
+/** One executor slot: an application's executor id. Its Service's name follows from it. */
+export interface SlotKey {
+  readonly appId: string;
+  readonly execId: string;
+}
+
+export interface SlotFacts extends SlotKey {
+  /** The Service with this slot's name; 'absent' = a read found none; undefined = not observed. */
+  readonly service: Observation<ServiceFact | 'absent'> | undefined;
+  /**
+   * Names of every executor pod carrying this slot's labels (one complete list, so a pod not in
+   * it does not carry them); undefined = not listed.
+   */
+  readonly claimants: Observation<readonly string[]> | undefined;
+}
+
+export interface Facts {
+  readonly namespace: string;
+  /** Pods by name (executors and owners); 'absent' = a read found no pod of that name. */
+  readonly pods: ReadonlyMap<string, Observation<PodFact | 'absent'>>;
+  readonly slots: readonly SlotFacts[];
+  /** How many of our Services the namespace holds (for the cap); undefined = not counted. */
+  readonly ourServiceCount: Observation<number> | undefined;
+}
+
+export type Rules = Pick<Config, 'optInMode' | 'cooldownSeconds' | 'maxServicesPerNamespace' | 'factTtlMs'>;
+
+export type ReportOutcome = 'verified' | 'conflict' | 'collected' | 'skipped';
+
+export type Action =
+  | { readonly kind: 'create'; readonly slot: SlotKey; readonly body: ServiceBody; readonly identity: ServiceIdentity; readonly why: string }
+  | {
+      readonly kind: 'patch';
+      readonly slot: SlotKey;
+      readonly service: ServiceFact;
+      /** JSON merge patch; applied only to the version decided on (resourceVersion precondition). */
+      readonly patch: Record<string, unknown>;
+      readonly outcome: 'patched' | 'marked-gone' | 'unmarked';
+      readonly why: string;
+    }
+  /** Applied only to the version decided on (uid and resourceVersion preconditions). */
+  | { readonly kind: 'delete'; readonly slot: SlotKey; readonly service: ServiceFact; readonly why: string }
+  | { readonly kind: 'report'; readonly slot: SlotKey; readonly service: string; readonly outcome: ReportOutcome; readonly why: string };
+
+/** A fact the decision needs before it can be taken; always read from the API. */
+export type Need =
+  | { readonly kind: 'service'; readonly slot: SlotKey }
+  | { readonly kind: 'claimants'; readonly slot: SlotKey }
+  | { readonly kind: 'pod'; readonly name: string }
+  | { readonly kind: 'service-count' };
+
+export interface Decision {
+  readonly actions: readonly Action[];
+  /** Facts to read before the `waiting` slots can be decided. */
+  readonly needs: readonly Need[];
+  readonly waiting: readonly SlotKey[];
+}
+
+export function decide(facts: Facts, rules: Rules, now: number): Decision {
+  const actions: Action[] = [];
+  const needs: Need[] = [];
+  const waiting: SlotKey[] = [];
+  for (const slot of facts.slots) {
+    const decided = decideSlot(facts, slot, rules, now);
+    if ('needs' in decided) {
+      needs.push(...decided.needs);
+      waiting.push({ appId: slot.appId, execId: slot.execId });
+    } else actions.push(...decided.actions);
+  }
+  return { actions, needs: dedupe(needs), waiting };
+}
+
+type SlotDecision = { readonly actions: readonly Action[] } | { readonly needs: readonly Need[] };
+
+/** What is known of a pod that a Service or an executor names by name and UID. */
+type PodState =
+  | { readonly state: 'alive'; readonly fact: PodFact; readonly at: number; readonly fresh: boolean }
+  | { readonly state: 'gone'; readonly how: 'absent' | 'replaced' | 'terminal' | 'unlabelled' }
+  | { readonly state: 'unknown'; readonly need: Need };
+
+/**
+ * Alive: a pod of that name with that UID, not terminal (being deleted still counts: it runs and
+ * serves until then). Gone only on a fresh read: a remembered "gone" is never trusted.
+ */
+function podState(facts: Facts, ref: PodRef): PodState {
+  const seen = facts.pods.get(ref.name);
+  if (seen === undefined) return { state: 'unknown', need: { kind: 'pod', name: ref.name } };
+  const pod = seen.value;
+  if (pod !== 'absent' && pod.uid === ref.uid && !pod.terminal) return { state: 'alive', fact: pod, at: seen.at, fresh: seen.fresh };
+  if (!seen.fresh) return { state: 'unknown', need: { kind: 'pod', name: ref.name } };
+  return { state: 'gone', how: pod === 'absent' ? 'absent' : pod.uid !== ref.uid ? 'replaced' : 'terminal' };
+}
+
+/** The executor a Service records: its claimants list (fresh and complete) also proves it gone. */
+function recordedExecutorState(facts: Facts, slot: SlotFacts, executor: PodRef): PodState {
+  const byName = podState(facts, executor);
+  if (byName.state !== 'unknown') return byName;
+  const claimants = slot.claimants;
+  if (claimants === undefined || !claimants.fresh) return { state: 'unknown', need: { kind: 'claimants', slot } };
+  if (claimants.value.includes(executor.name)) return byName; // listed, but its fact is missing: read it
+  // Not among the pods carrying the slot's labels: deleted, or relabelled so that the
+  // Service cannot select it any more. Either way it is no longer this slot's executor.
+  return { state: 'gone', how: 'unlabelled' };
+}
+
+interface Claimant {
+  readonly pod: PodFact;
+  readonly at: number;
+  readonly fresh: boolean;
+}
+
+/** Live pods carrying the slot's labels; undefined when they have not been listed. */
+function liveClaimants(facts: Facts, slot: SlotFacts): Claimant[] | { need: Need[] } {
+  if (slot.claimants === undefined) return { need: [{ kind: 'claimants', slot }] };
+  const live: Claimant[] = [];
+  const need: Need[] = [];
+  for (const name of slot.claimants.value) {
+    const seen = facts.pods.get(name);
+    if (seen === undefined) {
+      need.push({ kind: 'pod', name });
+      continue;
+    }
+    const pod = seen.value;
+    if (pod === 'absent' || pod.terminal || pod.appId !== slot.appId || pod.execId !== slot.execId) continue;
+    live.push({ pod, at: seen.at, fresh: seen.fresh });
+  }
+  return need.length > 0 ? { need } : live;
+}
+
+type Eligibility =
+  | { readonly eligible: true; readonly identity: ServiceIdentity; readonly port: number }
+  | { readonly eligible: false; readonly reason: string }
+  | { readonly eligible: 'unknown'; readonly need: Need };
+
+/**
+ * May this claimant get a Service? It must be seen running recently (fresh, or remembered for at
+ * most factTtlMs: a stale "runs" can only create a Service the executor's end will mark), have a
+ * v1 Pod controller owner that runs (its driver, whatever that pod's labels), be opted in, and
+ * say its block-manager port.
+ */
+function eligibility(facts: Facts, claimant: Claimant, rules: Rules, now: number): Eligibility {
+  const { pod } = claimant;
+  if (!claimant.fresh && now - claimant.at > rules.factTtlMs) return { eligible: 'unknown', need: { kind: 'pod', name: pod.name } };
+  const owner = pod.controllerPod;
+  if (owner === undefined) {
+    return { eligible: false, reason: 'no driver: the executor has no v1 Pod controller owner (in client mode set spark.kubernetes.driver.pod.name)' };
+  }
+  const ownerState = podState(facts, owner);
+  if (ownerState.state === 'unknown') return { eligible: 'unknown', need: ownerState.need };
+  if (ownerState.state === 'gone') return { eligible: false, reason: `driver pod ${owner.name} is gone (${ownerState.how})` };
+  if (!ownerState.fresh && now - ownerState.at > rules.factTtlMs) return { eligible: 'unknown', need: { kind: 'pod', name: owner.name } };
+  if (rules.optInMode === 'label' && !pod.optIn && !ownerState.fact.optIn) {
+    return { eligible: false, reason: 'not opted in (executor and driver pod lack spark-exec-svc/enabled=true)' };
+  }
+  if (!pod.port.ok) return { eligible: false, reason: pod.port.reason };
+  const identity: ServiceIdentity = { appId: pod.appId!, execId: pod.execId!, executor: { name: pod.name, uid: pod.uid }, owner };
+  return { eligible: true, identity, port: pod.port.port };
+}
+
+function decideSlot(facts: Facts, slot: SlotFacts, rules: Rules, now: number): SlotDecision {
+  const name = executorServiceName(slot.appId, slot.execId);
+  const report = (outcome: ReportOutcome, why: string): SlotDecision => ({ actions: [{ kind: 'report', slot, service: name, outcome, why }] });
+  const service = slot.service?.value;
+
+  if (service === undefined || service === 'absent') {
+    const claimants = liveClaimants(facts, slot);
+    if ('need' in claimants) return { needs: claimants.need };
+    if (claimants.length === 0) {
+      // Nothing runs that could use a Service; whether one exists matters only if it does.
+      if (service === undefined) return { needs: [{ kind: 'service', slot }] };
+      return report('verified', 'no Service and no running executor');
+    }
+    const decided = claimants.map((c) => eligibility(facts, c, rules, now));
+    const unknown = decided.flatMap((d) => (d.eligible === 'unknown' ? [d.need] : []));
+    if (unknown.length > 0) return { needs: unknown };
+    const eligible = decided.filter((d) => d.eligible === true);
+    if (eligible.length === 0) {
+      const reasons = [...new Set(decided.map((d) => (d.eligible === false ? d.reason : '')))];
+      return report('skipped', reasons.join('; '));
+    }
+    if (eligible.length > 1) {
+      const pods = eligible.map((e) => e.identity.executor.name).join(', ');
+      return report('conflict', `${eligible.length} running pods claim this executor (${pods}); refusing to guess which one the Service is for`);
+    }
+    const { identity, port } = eligible[0]!;
+    if (facts.ourServiceCount === undefined) return { needs: [{ kind: 'service-count' }] };
+    if (facts.ourServiceCount.value >= rules.maxServicesPerNamespace) {
+      return report('skipped', `namespace ${facts.namespace} holds ${facts.ourServiceCount.value} Services of ours, the cap is ${rules.maxServicesPerNamespace} (MAX_SERVICES_PER_NAMESPACE)`);
+    }
+    const body = desiredExecutorService(facts.namespace, identity, port);
+    return { actions: [{ kind: 'create', slot, body, identity, why: `executor ${identity.executor.name} runs; port ${port}` }] };
+  }
+
+  if (service.identity === undefined) return report('conflict', 'a Service with this name exists and is not managed by spark-exec-svc; left untouched');
+
+  // Whose it is decides everything: first, does its owner still run?
+  const ownerRef = service.owner!;
+  const owner = podState(facts, ownerRef);
+  if (owner.state === 'unknown') return { needs: [owner.need] };
+  if (owner.state === 'gone') return ownerGone(facts, slot, service, ownerRef, owner.how, rules, now);
+
+  const identity = service.identity;
+  if (identity === 'ours-incomplete' || identity.appId !== slot.appId || identity.execId !== slot.execId) {
+    return report('conflict', 'our Service of this name records another or an incomplete identity, and its driver runs; left untouched');
+  }
+
+  const recorded = recordedExecutorState(facts, slot, identity.executor);
+  if (recorded.state === 'unknown') return { needs: [recorded.need] };
+  const markedAt = service.goneAt === undefined ? undefined : Date.parse(service.goneAt);
+
+  if (recorded.state === 'alive') {
+    // Evidence older than the mark cannot overrule it: the mark was put on a fresh read.
+    const markStands = markedAt !== undefined && !recorded.fresh && !(recorded.at > markedAt);
+    if (markStands) return { needs: [{ kind: 'pod', name: identity.executor.name }] };
+    return upkeep(facts, slot, service, identity, recorded);
+  }
+
+  // The executor the Service was made for is gone (fresh). Marking and ending the cool-down
+  // also need a fresh, complete list of the slot's pods: a running pod with the same driver
+  // (only a tenant's copy can be one: Spark never reuses an executor id) still uses it.
+  const claimants = slot.claimants;
+  if (claimants === undefined || !claimants.fresh) return { needs: [{ kind: 'claimants', slot }] };
+  const live = liveClaimants(facts, slot);
+  if ('need' in live) return { needs: live.need };
+  const sameOwner = live.filter((c) => c.pod.controllerPod?.uid === ownerRef.uid);
+  if (sameOwner.length > 0) {
+    const names = sameOwner.map((c) => c.pod.name).join(', ');
+    if (service.goneAt !== undefined) {
+      return {
+        actions: [unmark(slot, service, `executor ${identity.executor.name} is gone but running pod(s) ${names} with the same driver carry its labels`)],
+      };
+    }
+    return report('conflict', `executor ${identity.executor.name} is gone; running pod(s) ${names} with the same driver carry its labels, so the Service stays`);
+  }
+  if (markedAt === undefined || Number.isNaN(markedAt)) {
+    return {
+      actions: [
+        {
+          kind: 'patch',
+          slot,
+          service,
+          patch: { metadata: { annotations: { [EXECUTOR_GONE_AT_ANNOTATION]: new Date(now).toISOString() } } },
+          outcome: 'marked-gone',
+          why: `executor ${identity.executor.name} is gone (${recorded.how}); cool-down started`,
+        },
+      ],
+    };
+  }
+  if (rules.cooldownSeconds > 0 && now >= markedAt + rules.cooldownSeconds * 1000) {
+    return { actions: [{ kind: 'delete', slot, service, why: `cool-down of ${rules.cooldownSeconds} s over` }] };
+  }
+  return report('verified', rules.cooldownSeconds > 0 ? 'executor gone; cool-down running' : 'executor gone; kept until the driver goes (COOLDOWN_SECONDS=0)');
+}
+
+/** The Service's own owner is verified gone: its Service has no one left to serve. */
+function ownerGone(
+  facts: Facts,
+  slot: SlotFacts,
+  service: ServiceFact,
+  owner: PodRef,
+  how: 'absent' | 'replaced' | 'terminal' | 'unlabelled',
+  rules: Rules,
+  now: number,
+): SlotDecision {
+  // Spark leaves finished driver pods in place, so garbage collection never runs for them.
+  if (how === 'terminal') return { actions: [{ kind: 'delete', slot, service, why: `driver pod ${owner.name} finished` }] };
+  // The owner object is gone: Kubernetes' garbage collector deletes the Service. Only when a
+  // running executor needs the name now (a new run reusing a custom app id) do we not wait.
+  const claimants = slot.claimants === undefined ? [] : liveClaimants(facts, slot);
+  const waiting = 'need' in claimants ? [] : claimants.filter((c) => eligibility(facts, c, rules, now).eligible === true);
+  if (waiting.length > 0) {
+    return { actions: [{ kind: 'delete', slot, service, why: `stray: driver pod ${owner.name} is gone and executor ${waiting[0]!.pod.name} needs the name` }] };
+  }
+  return { actions: [{ kind: 'report', slot, service: service.name, outcome: 'collected', why: `driver pod ${owner.name} is gone (${how}): garbage collection removes it` }] };
+}
+
+/**
+ * Same identity, executor running: keep the managed part right and the mark off. Rewriting the
+ * selector or ports could point a live executor's Service elsewhere, so only a fresh read of
+ * the executor may justify it; a remembered one only keeps.
+ */
+function upkeep(facts: Facts, slot: SlotFacts, service: ServiceFact, identity: ServiceIdentity, executor: Extract<PodState, { state: 'alive' }>): SlotDecision {
+  const marked = service.goneAt !== undefined;
+  const report = (why: string): SlotDecision => ({ actions: [{ kind: 'report', slot, service: service.name, outcome: 'verified', why }] });
+  const { port } = executor.fact;
+  if (!port.ok) return marked ? { actions: [unmark(slot, service, 'executor runs')] } : report(`executor runs; ${port.reason}`);
+  const desired = desiredExecutorService(facts.namespace, identity, port.port);
+  if (desiredShape(desired) === service.shape) return marked ? { actions: [unmark(slot, service, 'executor runs')] } : report('executor runs; Service is right');
+  if (!executor.fresh) return { needs: [{ kind: 'pod', name: identity.executor.name }] };
+  const patch = shapePatch(desired, service.selectorKeys);
+  if (marked) (patch['metadata'] as { annotations: Record<string, string | null> }).annotations[EXECUTOR_GONE_AT_ANNOTATION] = null;
+  return { actions: [{ kind: 'patch', slot, service, patch, outcome: 'patched', why: 'executor runs; type, selector, ports, labels or annotations had drifted' }] };
+}
+
+function unmark(slot: SlotKey, service: ServiceFact, why: string): Action {
+  return {
+    kind: 'patch',
+    slot,
+    service,
+    patch: { metadata: { annotations: { [EXECUTOR_GONE_AT_ANNOTATION]: null } } },
+    outcome: 'unmarked',
+    why: `${why}: gone mark removed`,
+  };
+}
+
+function dedupe(needs: Need[]): Need[] {
+  const seen = new Set<string>();
+  return needs.filter((need) => {
+    const key = need.kind === 'pod' ? `pod/${need.name}` : need.kind === 'service-count' ? 'count' : `${need.kind}/${need.slot.appId}/${need.slot.execId}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}

@@ -1,0 +1,390 @@
+/**
+ * The I/O around the rule book, for a batch of slots in one namespace: gather facts (what the
+ * caller already read, what the process remembers where the caller allows it), let `decide`
+ * choose, read what it asks for, apply what it decided with preconditions, and decide again
+ * for the slots whose Service changed under us. Events, Reference-mode deletes, driver ends and
+ * the sweep all come through here.
+ */
+import { type Action, type Facts, type Need, type Observation, type SlotFacts, type SlotKey, decide } from '../decide.ts';
+import { forEachPage } from '../kube/paging.ts';
+import { SPARK_APP_ID_LABEL, SPARK_EXECUTOR_ID_LABEL, SPARK_ROLE_EXECUTOR, SPARK_ROLE_LABEL } from '../labels.ts';
+import { executorServiceName } from '../naming.ts';
+import { OUR_SERVICES_SELECTOR, type ServiceFact, appServicesSelector, serviceFact } from '../service-spec.ts';
+import { type PodFact, podFact } from '../spark-pod.ts';
+import type { ReconcileContext, ServiceOutcome } from './context.ts';
+import { podKey, slotCacheKey } from './fact-cache.ts';
+
+/** Rounds of decide → read → decide per batch; a slot still undecided after them is a retryable failure. */
+const MAX_ROUNDS = 6;
+/** API requests one batch runs at once. */
+const CONCURRENCY = 8;
+/** Slot ids per list call (`spark-exec-id in (…)`), keeping the URL short. */
+const IDS_PER_LIST = 100;
+/** A counted number of our Services is trusted this long, kept current by our own creates and deletes meanwhile. */
+const COUNT_MAX_AGE_MS = 60_000;
+
+export interface ReconcileRequest {
+  readonly namespace: string;
+  readonly slots: readonly SlotKey[];
+  /** Facts the caller read for this request (fresh). */
+  readonly read?: {
+    readonly pods?: ReadonlyArray<PodFact | { readonly absent: string }>;
+    readonly services?: ReadonlyArray<{ readonly slot: SlotKey; readonly service: ServiceFact | 'absent' }>;
+  };
+  /**
+   * Which remembered facts may stand in for reads. Events whose pod looks alive use them (a
+   * wrong "runs" only keeps or creates); events that say an executor went do not, for that
+   * executor and its slot.
+   */
+  readonly remembered?: {
+    readonly pod: (name: string) => boolean;
+    readonly claimants: (slot: SlotKey) => boolean;
+    readonly services: boolean;
+  };
+  /** When listing a slot's pods, list this many following exec ids too: Spark creates executors in batches. */
+  readonly claimantWindow?: number;
+  /** Read every slot's Service before deciding (when most of them are expected to exist). */
+  readonly readServicesFirst?: boolean;
+}
+
+export class FactsKeptChangingError extends Error {
+  override readonly name = 'FactsKeptChangingError';
+}
+
+export async function reconcileSlots(ctx: ReconcileContext, request: ReconcileRequest): Promise<ServiceOutcome[]> {
+  const view = new FactView(ctx, request);
+  const outcomes: ServiceOutcome[] = [];
+  let pending: SlotKey[] = uniqueSlots(request.slots);
+  if (request.readServicesFirst === true) await view.read(pending.map((slot): Need => ({ kind: 'service', slot })), []);
+  for (let round = 0; round < MAX_ROUNDS && pending.length > 0; round++) {
+    const decision = decide(view.facts(pending), ctx.config, ctx.now().getTime());
+    const redo: SlotKey[] = [];
+    await inParallel(decision.actions, CONCURRENCY, async (action) => {
+      const outcome = await apply(ctx, view, action);
+      if (outcome === 'redo') redo.push(action.slot);
+      else outcomes.push(outcome);
+    });
+    pending = uniqueSlots([...decision.waiting, ...redo]);
+    if (pending.length === 0) break;
+    await view.read([...decision.needs, ...redo.map((slot): Need => ({ kind: 'service', slot }))], redo);
+  }
+  if (pending.length > 0) {
+    throw new FactsKeptChangingError(
+      `${pending.length} executor slot(s) in ${request.namespace} could not be decided: their Services or pods kept changing (${pending
+        .slice(0, 3)
+        .map((s) => executorServiceName(s.appId, s.execId))
+        .join(', ')})`,
+    );
+  }
+  return outcomes;
+}
+
+/** Decides the slots of Services already read (fresh); what else the rules need is read. */
+export async function reconcileServices(ctx: ReconcileContext, namespace: string, services: readonly ServiceFact[]): Promise<ServiceOutcome[]> {
+  const slots = services.flatMap((service) => {
+    const slot = slotOf(service);
+    return slot === undefined ? [] : [{ slot, service }];
+  });
+  if (slots.length === 0) return [];
+  return reconcileSlots(ctx, { namespace, slots: slots.map((s) => s.slot), read: { services: slots } });
+}
+
+/** The slot a Service of ours is for, from its labels and name; undefined for anything else. */
+export function slotOf(service: ServiceFact): SlotKey | undefined {
+  if (typeof service.identity === 'object') return { appId: service.identity.appId, execId: service.identity.execId };
+  return undefined;
+}
+
+/** Carries one decided action out. 'redo' = the Service was not what the decision saw: read it and decide again. */
+async function apply(ctx: ReconcileContext, view: FactView, action: Action): Promise<ServiceOutcome | 'redo'> {
+  const namespace = view.namespace;
+  const done = (service: string, outcome: ServiceOutcome['action'], detail: string): ServiceOutcome => ({ namespace, service, action: outcome, detail });
+  switch (action.kind) {
+    case 'report':
+      return done(action.service, action.outcome, action.why);
+    case 'create': {
+      const created = await ctx.client.createService(action.body);
+      if (created.outcome === 'exists') {
+        view.forgetService(action.slot);
+        return 'redo';
+      }
+      const fact = serviceFact(created.service);
+      if (fact !== undefined) view.rememberService(action.slot, fact);
+      ctx.facts.adjustServiceCount(namespace, +1);
+      return done(action.body.metadata.name, 'created', action.why);
+    }
+    case 'patch': {
+      const { service } = action;
+      const metadata = { ...(action.patch['metadata'] as Record<string, unknown> | undefined), resourceVersion: service.resourceVersion, uid: service.uid };
+      const patched = await ctx.client.patchService(namespace, service.name, { ...action.patch, metadata });
+      if (patched === 'not-found' || patched === 'conflict') {
+        view.forgetService(action.slot);
+        return 'redo';
+      }
+      const fact = serviceFact(patched);
+      if (fact !== undefined) view.rememberService(action.slot, fact);
+      return done(service.name, action.outcome, action.why);
+    }
+    case 'delete': {
+      const { service } = action;
+      const result = await ctx.client.deleteService(namespace, service.name, service.uid, service.resourceVersion);
+      view.forgetService(action.slot);
+      if (result === 'precondition-failed') return 'redo';
+      if (result === 'deleted') ctx.facts.adjustServiceCount(namespace, -1);
+      return done(service.name, 'deleted', result === 'deleted' ? action.why : `${action.why}; already gone`);
+    }
+  }
+}
+
+/** The facts of one request: fresh reads, plus the remembered facts the request allows. */
+class FactView {
+  readonly namespace: string;
+  private readonly ctx: ReconcileContext;
+  private readonly request: ReconcileRequest;
+  private readonly pods = new Map<string, Observation<PodFact | 'absent'>>();
+  private readonly services = new Map<string, Observation<ServiceFact | 'absent'>>();
+  private readonly claimants = new Map<string, Observation<readonly string[]>>();
+  private count: Observation<number> | undefined;
+  /** When the current round's reads began: a shared read started earlier is not fresh for it. */
+  private roundStart = 0;
+
+  constructor(ctx: ReconcileContext, request: ReconcileRequest) {
+    this.ctx = ctx;
+    this.request = request;
+    this.namespace = request.namespace;
+    const at = this.now();
+    for (const pod of request.read?.pods ?? []) {
+      if ('absent' in pod) this.pods.set(pod.absent, { value: 'absent', at, fresh: true });
+      else this.notePod(pod, at);
+    }
+    for (const { slot, service } of request.read?.services ?? []) {
+      this.services.set(slotKey(slot), { value: service, at, fresh: true });
+      if (service !== 'absent') this.cacheService(slot, service, at);
+    }
+  }
+
+  private now(): number {
+    return this.ctx.now().getTime();
+  }
+
+  facts(slots: readonly SlotKey[]): Facts {
+    const remembered = this.request.remembered;
+    const ns = this.namespace;
+    const slotFacts: SlotFacts[] = slots.map((slot) => {
+      const key = slotKey(slot);
+      let service = this.services.get(key);
+      if (service === undefined && remembered?.services === true) {
+        const cached = this.ctx.facts.services.get(podKey(ns, executorServiceName(slot.appId, slot.execId)));
+        if (cached !== undefined) service = { value: cached.value, at: cached.at, fresh: false };
+      }
+      let claimants = this.claimants.get(key);
+      if (claimants === undefined && remembered?.claimants(slot) === true) {
+        const cached = this.ctx.facts.claimants.get(slotCacheKey(ns, slot.appId, slot.execId));
+        if (cached !== undefined) {
+          claimants = { value: cached.value, at: cached.at, fresh: false };
+          for (const name of cached.value) this.rememberedPod(name);
+        }
+      }
+      return { appId: slot.appId, execId: slot.execId, service, claimants };
+    });
+    // Owners and recorded executors the rules will look up by name.
+    for (const slot of slotFacts) {
+      const service = slot.service?.value;
+      if (service !== undefined && service !== 'absent') {
+        if (service.owner !== undefined) this.rememberedPod(service.owner.name);
+        if (typeof service.identity === 'object') this.rememberedPod(service.identity.executor.name);
+      }
+      for (const name of slot.claimants?.value ?? []) {
+        const owner = this.pods.get(name)?.value;
+        if (owner !== undefined && owner !== 'absent' && owner.controllerPod !== undefined) this.rememberedPod(owner.controllerPod.name);
+      }
+    }
+    return { namespace: ns, pods: this.pods, slots: slotFacts, ourServiceCount: this.count };
+  }
+
+  /** Puts a remembered pod into view when the request allows it and no read of this request knows better. */
+  private rememberedPod(name: string): void {
+    if (this.pods.has(name) || this.request.remembered?.pod(name) !== true) return;
+    const cached = this.ctx.facts.pods.get(podKey(this.namespace, name));
+    if (cached !== undefined) this.pods.set(name, { value: cached.value, at: cached.at, fresh: false });
+  }
+
+  forgetService(slot: SlotKey): void {
+    this.services.delete(slotKey(slot));
+    this.ctx.facts.services.delete(podKey(this.namespace, executorServiceName(slot.appId, slot.execId)));
+  }
+
+  rememberService(slot: SlotKey, service: ServiceFact): void {
+    const at = this.now();
+    this.services.set(slotKey(slot), { value: service, at, fresh: true });
+    this.cacheService(slot, service, at);
+  }
+
+  private cacheService(slot: SlotKey, service: ServiceFact, at: number): void {
+    if (service.identity !== undefined) this.ctx.facts.services.set(podKey(this.namespace, executorServiceName(slot.appId, slot.execId)), { value: service, at });
+  }
+
+  private notePod(pod: PodFact, at: number): void {
+    this.pods.set(pod.name, { value: pod, at, fresh: true });
+    this.ctx.facts.pods.set(podKey(this.namespace, pod.name), { value: pod, at });
+  }
+
+  /** Reads what the decision needs: Services and claimants batched per application, pods one by one. */
+  async read(needs: readonly Need[], forceGet: readonly SlotKey[]): Promise<void> {
+    this.roundStart = this.now();
+    const byName = new Set(forceGet.map(slotKey));
+    const serviceSlots = needs.flatMap((n) => (n.kind === 'service' ? [n.slot] : []));
+    const claimantSlots = needs.flatMap((n) => (n.kind === 'claimants' ? [n.slot] : []));
+    const podNames = [...new Set(needs.flatMap((n) => (n.kind === 'pod' ? [n.name] : [])))];
+    const tasks: Array<() => Promise<void>> = [];
+    for (const [appId, slots] of groupByApp(serviceSlots)) {
+      const listed = slots.filter((s) => !byName.has(slotKey(s)));
+      if (listed.length > 2) {
+        for (const chunk of chunks(listed, IDS_PER_LIST)) tasks.push(() => this.listServices(appId, chunk));
+        for (const slot of slots.filter((s) => byName.has(slotKey(s)))) tasks.push(() => this.getService(slot));
+      } else for (const slot of slots) tasks.push(() => this.getService(slot));
+    }
+    for (const [appId, slots] of groupByApp(claimantSlots)) {
+      for (const chunk of chunks(slots, IDS_PER_LIST)) tasks.push(() => this.listClaimants(appId, chunk));
+    }
+    for (const name of podNames) tasks.push(() => this.getPod(name));
+    if (needs.some((n) => n.kind === 'service-count')) tasks.push(() => this.countServices());
+    await inParallel(tasks, CONCURRENCY, (task) => task());
+  }
+
+  private async getService(slot: SlotKey): Promise<void> {
+    const name = executorServiceName(slot.appId, slot.execId);
+    const read = await this.ctx.client.readService(this.namespace, name);
+    const fact = read === undefined ? undefined : serviceFact(read);
+    const at = this.now();
+    this.services.set(slotKey(slot), { value: fact ?? 'absent', at, fresh: true });
+    if (fact !== undefined) this.cacheService(slot, fact, at);
+    else this.ctx.facts.services.delete(podKey(this.namespace, name));
+  }
+
+  private async listServices(appId: string, slots: readonly SlotKey[]): Promise<void> {
+    const found = new Map<string, ServiceFact>();
+    await forEachPage(
+      (token) => this.ctx.client.listServices(this.namespace, appServicesSelector(appId, slots.map((s) => s.execId)), this.ctx.config.sweepPageSize, token),
+      (items) => {
+        for (const item of items) {
+          const fact = serviceFact(item);
+          if (fact !== undefined) found.set(fact.name, fact);
+        }
+      },
+    );
+    const at = this.now();
+    for (const slot of slots) {
+      // The list finds Services by our labels only; one of this name without them is seen on create (409) and then read by name.
+      const fact = found.get(executorServiceName(slot.appId, slot.execId));
+      this.services.set(slotKey(slot), { value: fact ?? 'absent', at, fresh: true });
+      if (fact !== undefined) this.cacheService(slot, fact, at);
+    }
+  }
+
+  /** One list of every executor pod of the app with these ids (and the window after them): complete for each id. */
+  private async listClaimants(appId: string, slots: readonly SlotKey[]): Promise<void> {
+    const ids = new Set(slots.map((s) => s.execId));
+    const window = this.request.claimantWindow ?? 0;
+    if (window > 0 && slots.length === 1) {
+      const first = BigInt(slots[0]!.execId);
+      for (let i = 1n; i <= BigInt(window); i++) ids.add((first + i).toString());
+    }
+    const selector = `${SPARK_APP_ID_LABEL}=${appId},${SPARK_ROLE_LABEL}=${SPARK_ROLE_EXECUTOR},${SPARK_EXECUTOR_ID_LABEL} in (${[...ids].join(',')})`;
+    const byExec = new Map<string, string[]>([...ids].map((id) => [id, []]));
+    await forEachPage(
+      (token) => this.ctx.client.listPods(this.namespace, selector, this.ctx.config.sweepPageSize, token),
+      (items) => {
+        const at = this.now();
+        for (const item of items) {
+          const fact = podFact(item, this.ctx.config.defaultBlockManagerPort);
+          if (fact?.execId === undefined) continue;
+          this.notePod(fact, at);
+          byExec.get(fact.execId)?.push(fact.name);
+        }
+      },
+    );
+    const at = this.now();
+    for (const [execId, names] of byExec) {
+      const observation = { value: names, at, fresh: true };
+      this.claimants.set(slotKey({ appId, execId }), observation);
+      // An empty list is a negative fact: never remembered.
+      if (names.length > 0) this.ctx.facts.claimants.set(slotCacheKey(this.namespace, appId, execId), { value: names, at });
+      else this.ctx.facts.claimants.delete(slotCacheKey(this.namespace, appId, execId));
+    }
+  }
+
+  private async getPod(name: string): Promise<void> {
+    // Concurrent events share one read of a pod (a scale-up names one driver many times), but only
+    // a read that began in this round: an earlier one might predate what it is compared with.
+    const key = podKey(this.namespace, name);
+    const shared = this.ctx.facts.podReads.get(key);
+    let read: Promise<PodFact | 'absent'>;
+    if (shared !== undefined && shared.startedAt >= this.roundStart) read = shared.read;
+    else {
+      read = this.ctx.client.readPod(this.namespace, name).then((pod) => (pod === undefined ? 'absent' : (podFact(pod, this.ctx.config.defaultBlockManagerPort) ?? 'absent')));
+      const entry = { startedAt: this.now(), read };
+      this.ctx.facts.podReads.set(key, entry);
+      const settle = (): void => {
+        if (this.ctx.facts.podReads.get(key) === entry) this.ctx.facts.podReads.delete(key);
+      };
+      read.then(settle, settle);
+    }
+    const value = await read;
+    const at = this.now();
+    if (value === 'absent') {
+      this.pods.set(name, { value, at, fresh: true });
+      this.ctx.facts.pods.delete(key);
+    } else this.notePod(value, at);
+  }
+
+  private async countServices(): Promise<void> {
+    const known = this.ctx.facts.serviceCount(this.namespace);
+    if (known !== undefined && this.now() - known.at <= COUNT_MAX_AGE_MS) {
+      this.count = { value: known.value, at: known.at, fresh: false };
+      return;
+    }
+    let count = 0;
+    await forEachPage(
+      (token) => this.ctx.client.listServices(this.namespace, OUR_SERVICES_SELECTOR, this.ctx.config.sweepPageSize, token),
+      (items) => {
+        count += items.length;
+      },
+    );
+    const at = this.now();
+    this.ctx.facts.setServiceCount(this.namespace, count, at);
+    this.count = { value: count, at, fresh: true };
+  }
+}
+
+const slotKey = (slot: SlotKey): string => `${slot.appId}\u0000${slot.execId}`;
+
+function uniqueSlots(slots: readonly SlotKey[]): SlotKey[] {
+  const seen = new Map<string, SlotKey>();
+  for (const slot of slots) seen.set(slotKey(slot), { appId: slot.appId, execId: slot.execId });
+  return [...seen.values()];
+}
+
+function groupByApp(slots: readonly SlotKey[]): Map<string, SlotKey[]> {
+  const groups = new Map<string, SlotKey[]>();
+  for (const slot of uniqueSlots(slots)) groups.set(slot.appId, [...(groups.get(slot.appId) ?? []), slot]);
+  return groups;
+}
+
+function chunks<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+/** Runs `work` over `items` with at most `limit` at once; the first failure fails the whole. */
+export async function inParallel<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const item = items[next++]!;
+      await work(item);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
