@@ -61,7 +61,7 @@ export interface Facts {
 
 export type Rules = Pick<Config, 'optInMode' | 'cooldownSeconds' | 'maxServicesPerNamespace' | 'factTtlMs'>;
 
-export type ReportOutcome = 'verified' | 'conflict' | 'collected' | 'skipped';
+export type ReportOutcome = 'verified' | 'conflict' | 'collected' | 'skipped' | 'ignored';
 
 export type Action =
   | { readonly kind: 'create'; readonly slot: SlotKey; readonly body: ServiceBody; readonly identity: ServiceIdentity; readonly why: string }
@@ -165,7 +165,8 @@ function liveClaimants(facts: Facts, slot: SlotFacts): Claimant[] | { need: Need
 
 type Eligibility =
   | { readonly eligible: true; readonly identity: ServiceIdentity; readonly port: number }
-  | { readonly eligible: false; readonly reason: string }
+  /** `optedOut`: the application did not ask for Services (answered as ignored, not as skipped). */
+  | { readonly eligible: false; readonly reason: string; readonly optedOut?: boolean }
   | { readonly eligible: 'unknown'; readonly need: Need };
 
 /**
@@ -186,7 +187,7 @@ function eligibility(facts: Facts, claimant: Claimant, rules: Rules, now: number
   if (ownerState.state === 'gone') return { eligible: false, reason: `driver pod ${owner.name} is gone (${ownerState.how})` };
   if (!ownerState.fresh && now - ownerState.at > rules.factTtlMs) return { eligible: 'unknown', need: { kind: 'pod', name: owner.name } };
   if (rules.optInMode === 'label' && !pod.optIn && !ownerState.fact.optIn) {
-    return { eligible: false, reason: 'not opted in (executor and driver pod lack spark-exec-svc/enabled=true)' };
+    return { eligible: false, reason: 'not opted in (executor and driver pod lack spark-exec-svc/enabled=true)', optedOut: true };
   }
   if (!pod.port.ok) return { eligible: false, reason: pod.port.reason };
   const identity: ServiceIdentity = { appId: pod.appId!, execId: pod.execId!, executor: { name: pod.name, uid: pod.uid }, owner };
@@ -212,7 +213,8 @@ function decideSlot(facts: Facts, slot: SlotFacts, rules: Rules, now: number): S
     const eligible = decided.filter((d) => d.eligible === true);
     if (eligible.length === 0) {
       const reasons = [...new Set(decided.map((d) => (d.eligible === false ? d.reason : '')))];
-      return report('skipped', reasons.join('; '));
+      const optedOut = decided.every((d) => d.eligible === false && d.optedOut === true);
+      return report(optedOut ? 'ignored' : 'skipped', reasons.join('; '));
     }
     if (eligible.length > 1) {
       const pods = eligible.map((e) => e.identity.executor.name).join(', ');
@@ -227,16 +229,18 @@ function decideSlot(facts: Facts, slot: SlotFacts, rules: Rules, now: number): S
     return { actions: [{ kind: 'create', slot, body, identity, why: `executor ${identity.executor.name} runs; port ${port}` }] };
   }
 
-  if (service.identity === undefined) return report('conflict', 'a Service with this name exists and is not managed by spark-exec-svc; left untouched');
+  if (!service.ours) return report('conflict', 'a Service with this name exists and is not managed by spark-exec-svc; left untouched');
+  const sameSlot = service.slot?.appId === slot.appId && service.slot.execId === slot.execId;
 
   // Whose it is decides everything: first, does its owner still run?
-  const ownerRef = service.owner!;
+  if (service.owner === undefined) return ownerless(facts, slot, service, sameSlot);
+  const ownerRef = service.owner;
   const owner = podState(facts, ownerRef);
   if (owner.state === 'unknown') return { needs: [owner.need] };
   if (owner.state === 'gone') return ownerGone(facts, slot, service, ownerRef, owner.how, rules, now);
 
   const identity = service.identity;
-  if (identity === 'ours-incomplete' || identity.appId !== slot.appId || identity.execId !== slot.execId) {
+  if (identity === undefined || !sameSlot) {
     return report('conflict', 'our Service of this name records another or an incomplete identity, and its driver runs; left untouched');
   }
 
@@ -308,6 +312,26 @@ function ownerGone(
     return { actions: [{ kind: 'delete', slot, service, why: `stray: driver pod ${owner.name} is gone and executor ${waiting[0]!.pod.name} needs the name` }] };
   }
   return { actions: [{ kind: 'report', slot, service: service.name, outcome: 'collected', why: `driver pod ${owner.name} is gone (${how}): garbage collection removes it` }] };
+}
+
+/**
+ * Ours, but without an owner (someone orphaned it): garbage collection will never remove it.
+ * It is removed once nothing could use it — its recorded executor is verified gone and no
+ * running pod carries its labels — and otherwise left alone.
+ */
+function ownerless(facts: Facts, slot: SlotFacts, service: ServiceFact, sameSlot: boolean): SlotDecision {
+  const report = (outcome: ReportOutcome, why: string): SlotDecision => ({ actions: [{ kind: 'report', slot, service: service.name, outcome, why }] });
+  if (!sameSlot) return report('conflict', 'our label, no owner, and labels that do not name this slot; left untouched');
+  if (service.executor !== undefined) {
+    const recorded = recordedExecutorState(facts, slot, service.executor);
+    if (recorded.state === 'unknown') return { needs: [recorded.need] };
+    if (recorded.state === 'alive') return report('conflict', `no owner, but its executor ${service.executor.name} runs; left untouched`);
+  }
+  if (slot.claimants === undefined || !slot.claimants.fresh) return { needs: [{ kind: 'claimants', slot }] };
+  const live = liveClaimants(facts, slot);
+  if ('need' in live) return { needs: live.need };
+  if (live.length > 0) return report('conflict', `no owner, but pod(s) ${live.map((c) => c.pod.name).join(', ')} carry its labels; left untouched`);
+  return { actions: [{ kind: 'delete', slot, service, why: 'stray: no owner and no running executor' }] };
 }
 
 /**

@@ -93,12 +93,18 @@ export interface ServiceFact {
   readonly uid: string;
   readonly resourceVersion: string;
   /**
-   * Whose it is; undefined when the Service is not ours: without our managed-by label, or with
-   * owners other than exactly one v1 Pod (the only owner we ever set). Never written to then.
+   * Carries our managed-by label and no owner but at most one v1 Pod (the only owner we ever
+   * set). Anything else with this name is someone else's and never written to.
    */
-  readonly identity: ServiceIdentity | 'ours-incomplete' | undefined;
-  /** The owner pod of one of our Services, also when its identity is incomplete. */
+  readonly ours: boolean;
+  /** The slot its labels name, when this is that slot's Service name. */
+  readonly slot: { readonly appId: string; readonly execId: string } | undefined;
+  /** The executor pod it records (annotations). */
+  readonly executor: PodRef | undefined;
+  /** Its one owner pod; undefined when it has none (orphaned, e.g. by a cascade=orphan delete). */
   readonly owner: PodRef | undefined;
+  /** Complete identity: slot, executor and owner all recorded. */
+  readonly identity: ServiceIdentity | undefined;
   /** When its executor was verified gone (ISO 8601), as recorded by the mark. */
   readonly goneAt: string | undefined;
   /** The managed part of the Service (type, selector, ports, our labels and annotations), for drift checks. */
@@ -111,42 +117,31 @@ export function serviceFact(service: Service): ServiceFact | undefined {
   const { name, uid, resourceVersion } = service.metadata;
   if (uid === undefined || resourceVersion === undefined) return undefined;
   const owners = service.metadata.ownerReferences ?? [];
-  const onlyOwner = owners.length === 1 && owners[0]!.apiVersion === 'v1' && owners[0]!.kind === 'Pod' ? owners[0]! : undefined;
-  const ours = service.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY_VALUE && onlyOwner !== undefined;
-  const owner = ours ? { name: onlyOwner.name, uid: onlyOwner.uid } : undefined;
-  return {
-    name,
-    uid,
-    resourceVersion,
-    identity: ours ? (identityOf(service, owner!) ?? 'ours-incomplete') : undefined,
-    owner,
-    goneAt: service.metadata.annotations?.[EXECUTOR_GONE_AT_ANNOTATION],
-    shape: shapeOf(service),
-    selectorKeys: Object.keys(service.spec?.selector ?? {}),
-  };
-}
-
-function identityOf(service: Service, owner: PodRef): ServiceIdentity | undefined {
+  const ours =
+    service.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY_VALUE && owners.length <= 1 && owners.every((o) => o.apiVersion === 'v1' && o.kind === 'Pod');
   const labels = service.metadata.labels ?? {};
   const annotations = service.metadata.annotations ?? {};
   const appId = labels[SPARK_APP_ID_LABEL];
   const execId = labels[SPARK_EXECUTOR_ID_LABEL];
+  const slot =
+    appId !== undefined && execId !== undefined && isSparkExecutorId(execId) && name === executorServiceName(appId, execId) ? { appId, execId } : undefined;
   const executorName = annotations[EXECUTOR_POD_ANNOTATION];
   const executorUid = annotations[EXECUTOR_UID_ANNOTATION];
-  if (appId === undefined || execId === undefined || !isSparkExecutorId(execId) || executorName === undefined || executorUid === undefined) return undefined;
-  if (service.metadata.name !== executorServiceName(appId, execId)) return undefined;
-  return { appId, execId, executor: { name: executorName, uid: executorUid }, owner };
-}
-
-export function sameIdentity(a: ServiceIdentity, b: ServiceIdentity): boolean {
-  return (
-    a.appId === b.appId &&
-    a.execId === b.execId &&
-    a.executor.name === b.executor.name &&
-    a.executor.uid === b.executor.uid &&
-    a.owner.name === b.owner.name &&
-    a.owner.uid === b.owner.uid
-  );
+  const executor = executorName !== undefined && executorUid !== undefined ? { name: executorName, uid: executorUid } : undefined;
+  const owner = owners[0] === undefined ? undefined : { name: owners[0].name, uid: owners[0].uid };
+  return {
+    name,
+    uid,
+    resourceVersion,
+    ours,
+    slot: ours ? slot : undefined,
+    executor: ours ? executor : undefined,
+    owner: ours ? owner : undefined,
+    identity: ours && slot !== undefined && executor !== undefined && owner !== undefined ? { ...slot, executor, owner } : undefined,
+    goneAt: annotations[EXECUTOR_GONE_AT_ANNOTATION],
+    shape: shapeOf(service),
+    selectorKeys: Object.keys(service.spec?.selector ?? {}),
+  };
 }
 
 /** The managed part of a Service, canonical, so that two shapes compare as strings. */
@@ -175,8 +170,11 @@ export function serviceFactFromCreated(body: ServiceBody, uid: string, resourceV
     name: body.metadata.name,
     uid,
     resourceVersion,
-    identity,
+    ours: true,
+    slot: { appId: identity.appId, execId: identity.execId },
+    executor: identity.executor,
     owner: identity.owner,
+    identity,
     goneAt: undefined,
     shape: shapeOf(body),
     selectorKeys: Object.keys(body.spec.selector),

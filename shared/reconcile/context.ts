@@ -26,7 +26,8 @@ export type ServiceAction =
   | 'deleted' // removed: its driver finished, its cool-down is over, or a stray whose name is needed
   | 'collected' // its driver pod is gone: Kubernetes garbage collection removes it
   | 'conflict' // not ours, or another identity's whose driver runs: left alone
-  | 'skipped'; // no Service for a running executor, with the reason (not opted in, no port, no driver, cap)
+  | 'skipped' // no Service for a running executor, with the reason (no port, no driver, cap, ambiguous)
+  | 'ignored'; // the application did not opt in: nothing to do
 
 export interface ServiceOutcome {
   readonly namespace: string;
@@ -54,7 +55,7 @@ export function skipped(reason: string, extra: Partial<EventResult> = {}): Event
 }
 
 /** The headline: the most consequential thing that happened. */
-const PRIORITY: readonly ServiceAction[] = ['conflict', 'deleted', 'created', 'patched', 'unmarked', 'marked-gone', 'collected', 'skipped', 'verified'];
+const PRIORITY: readonly ServiceAction[] = ['conflict', 'deleted', 'created', 'patched', 'unmarked', 'marked-gone', 'collected', 'skipped', 'verified', 'ignored'];
 
 export function headline(outcomes: readonly ServiceOutcome[]): ServiceAction | undefined {
   for (const action of PRIORITY) if (outcomes.some((o) => o.action === action)) return action;

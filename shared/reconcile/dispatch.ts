@@ -155,7 +155,8 @@ async function servicesNamingPod(ctx: ReconcileContext, namespace: string, podNa
 
 function result(outcomes: readonly ServiceOutcome[], base: { namespace: string; pod: string; app?: string | undefined }): EventResult {
   const action = headline(outcomes) ?? 'verified';
-  const reason = action === 'skipped' || action === 'conflict' ? outcomes.find((o) => o.action === action)?.detail : outcomes.length === 0 ? 'no Services' : undefined;
+  const reason =
+    action === 'skipped' || action === 'conflict' || action === 'ignored' ? outcomes.find((o) => o.action === action)?.detail : outcomes.length === 0 ? 'no Services' : undefined;
   return { action, ...base, reason, outcomes };
 }
 

@@ -34,6 +34,10 @@ export class FactCache {
   private readonly counts = new Map<string, Remembered<number>>();
   /** Pod reads under way, by namespace/name: concurrent events share one read (a scale-up names one driver many times). */
   readonly podReads = new Map<string, { readonly startedAt: number; readonly read: Promise<PodFact | 'absent'> }>();
+  /** Counts of our Services under way, by namespace: concurrent creates share one. */
+  readonly countReads = new Map<string, Promise<number>>();
+  /** Lists of an application's executor pods under way, by namespace/app, with the exec ids each covers. */
+  readonly claimantReads = new Map<string, { readonly ids: ReadonlySet<string>; readonly startedAt: number; readonly done: Promise<unknown> }>();
 
   constructor(limits: FactCacheLimits = DEFAULT_FACT_CACHE_LIMITS) {
     this.pods = new BoundedLru(limits.entries, limits.bytes, sized);

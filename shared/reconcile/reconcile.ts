@@ -91,8 +91,7 @@ export async function reconcileServices(ctx: ReconcileContext, namespace: string
 
 /** The slot a Service of ours is for, from its labels and name; undefined for anything else. */
 export function slotOf(service: ServiceFact): SlotKey | undefined {
-  if (typeof service.identity === 'object') return { appId: service.identity.appId, execId: service.identity.execId };
-  return undefined;
+  return service.slot;
 }
 
 /** Carries one decided action out. 'redo' = the Service was not what the decision saw: read it and decide again. */
@@ -284,12 +283,41 @@ class FactView {
 
   /** One list of every executor pod of the app with these ids (and the window after them): complete for each id. */
   private async listClaimants(appId: string, slots: readonly SlotKey[]): Promise<void> {
+    // Adds that arrive together (a scale-up) wait for one list that covers them; its answers
+    // count as remembered (they may predate this round), which is enough to create.
+    const readKey = `${this.namespace}/${appId}`;
+    const shared = this.ctx.facts.claimantReads.get(readKey);
+    if (shared !== undefined && slots.every((s) => shared.ids.has(s.execId))) {
+      await shared.done.catch(() => undefined);
+      const remaining = slots.filter((slot) => {
+        const cached = this.ctx.facts.claimants.get(slotCacheKey(this.namespace, slot.appId, slot.execId));
+        if (cached === undefined) return true;
+        this.claimants.set(slotKey(slot), { value: cached.value, at: shared.startedAt, fresh: false });
+        for (const name of cached.value) {
+          const pod = this.ctx.facts.pods.get(podKey(this.namespace, name));
+          if (pod !== undefined && !this.pods.has(name)) this.pods.set(name, { value: pod.value, at: shared.startedAt, fresh: false });
+        }
+        return false;
+      });
+      if (remaining.length === 0) return;
+      slots = remaining;
+    }
     const ids = new Set(slots.map((s) => s.execId));
     const window = this.request.claimantWindow ?? 0;
     if (window > 0 && slots.length === 1) {
       const first = BigInt(slots[0]!.execId);
       for (let i = 1n; i <= BigInt(window); i++) ids.add((first + i).toString());
     }
+    const entry = { ids, startedAt: this.now(), done: this.listClaimantIds(appId, ids) };
+    this.ctx.facts.claimantReads.set(readKey, entry);
+    try {
+      await entry.done;
+    } finally {
+      if (this.ctx.facts.claimantReads.get(readKey) === entry) this.ctx.facts.claimantReads.delete(readKey);
+    }
+  }
+
+  private async listClaimantIds(appId: string, ids: ReadonlySet<string>): Promise<void> {
     const selector = `${SPARK_APP_ID_LABEL}=${appId},${SPARK_ROLE_LABEL}=${SPARK_ROLE_EXECUTOR},${SPARK_EXECUTOR_ID_LABEL} in (${[...ids].join(',')})`;
     const byExec = new Map<string, string[]>([...ids].map((id) => [id, []]));
     await forEachPage(
@@ -306,8 +334,7 @@ class FactView {
     );
     const at = this.now();
     for (const [execId, names] of byExec) {
-      const observation = { value: names, at, fresh: true };
-      this.claimants.set(slotKey({ appId, execId }), observation);
+      this.claimants.set(slotKey({ appId, execId }), { value: names, at, fresh: true });
       // An empty list is a negative fact: never remembered.
       if (names.length > 0) this.ctx.facts.claimants.set(slotCacheKey(this.namespace, appId, execId), { value: names, at });
       else this.ctx.facts.claimants.delete(slotCacheKey(this.namespace, appId, execId));
@@ -315,27 +342,34 @@ class FactView {
   }
 
   private async getPod(name: string): Promise<void> {
-    // Concurrent events share one read of a pod (a scale-up names one driver many times), but only
-    // a read that began in this round: an earlier one might predate what it is compared with.
+    // Concurrent events share one read of a pod (a scale-up names one driver many times). A read
+    // that began before this round may predate the facts it would be compared with, so its
+    // answer counts as remembered, not fresh: good for "runs", never for "gone".
     const key = podKey(this.namespace, name);
     const shared = this.ctx.facts.podReads.get(key);
-    let read: Promise<PodFact | 'absent'>;
-    if (shared !== undefined && shared.startedAt >= this.roundStart) read = shared.read;
-    else {
-      read = this.ctx.client.readPod(this.namespace, name).then((pod) => (pod === undefined ? 'absent' : (podFact(pod, this.ctx.config.defaultBlockManagerPort) ?? 'absent')));
-      const entry = { startedAt: this.now(), read };
+    let read = shared;
+    if (read === undefined) {
+      const entry = {
+        startedAt: this.now(),
+        read: this.ctx.client.readPod(this.namespace, name).then((pod) => (pod === undefined ? 'absent' : (podFact(pod, this.ctx.config.defaultBlockManagerPort) ?? 'absent'))),
+      };
       this.ctx.facts.podReads.set(key, entry);
       const settle = (): void => {
         if (this.ctx.facts.podReads.get(key) === entry) this.ctx.facts.podReads.delete(key);
       };
-      read.then(settle, settle);
+      entry.read.then(settle, settle);
+      read = entry;
     }
-    const value = await read;
-    const at = this.now();
+    const value = await read.read;
+    const fresh = read.startedAt >= this.roundStart;
+    const at = fresh ? this.now() : read.startedAt;
     if (value === 'absent') {
-      this.pods.set(name, { value, at, fresh: true });
-      this.ctx.facts.pods.delete(key);
-    } else this.notePod(value, at);
+      this.pods.set(name, { value, at, fresh });
+      if (fresh) this.ctx.facts.pods.delete(key);
+    } else {
+      this.pods.set(name, { value, at, fresh });
+      this.ctx.facts.pods.set(key, { value, at });
+    }
   }
 
   private async countServices(): Promise<void> {
@@ -344,16 +378,30 @@ class FactView {
       this.count = { value: known.value, at: known.at, fresh: false };
       return;
     }
-    let count = 0;
-    await forEachPage(
-      (token) => this.ctx.client.listServices(this.namespace, OUR_SERVICES_SELECTOR, this.ctx.config.sweepPageSize, token),
-      (items) => {
-        count += items.length;
-      },
-    );
-    const at = this.now();
-    this.ctx.facts.setServiceCount(this.namespace, count, at);
-    this.count = { value: count, at, fresh: true };
+    let counting = this.ctx.facts.countReads.get(this.namespace);
+    if (counting === undefined) {
+      const started = this.now();
+      counting = (async () => {
+        let count = 0;
+        await forEachPage(
+          (token) => this.ctx.client.listServices(this.namespace, OUR_SERVICES_SELECTOR, this.ctx.config.sweepPageSize, token),
+          (items) => {
+            count += items.length;
+          },
+        );
+        this.ctx.facts.setServiceCount(this.namespace, count, started);
+        return count;
+      })();
+      this.ctx.facts.countReads.set(this.namespace, counting);
+      const settle = (): void => {
+        this.ctx.facts.countReads.delete(this.namespace);
+      };
+      counting.then(settle, settle);
+    }
+    const count = await counting;
+    // Our own creates since the count began are added to it as they happen (adjustServiceCount).
+    const current = this.ctx.facts.serviceCount(this.namespace);
+    this.count = { value: Math.max(count, current?.value ?? 0), at: this.now(), fresh: true };
   }
 }
 
