@@ -127,16 +127,19 @@ function podState(facts: Facts, ref: PodRef): PodState {
   return { state: 'gone', how: pod === 'absent' ? 'absent' : pod.uid !== ref.uid ? 'replaced' : 'terminal' };
 }
 
-/** The executor a Service records: its claimants list (fresh and complete) also proves it gone. */
+/**
+ * The executor a Service records. A fresh, complete list of the slot's pods also proves it gone
+ * when it is not in it (deleted, or relabelled so that the Service cannot select it any more),
+ * and overrules anything remembered about it.
+ */
 function recordedExecutorState(facts: Facts, slot: SlotFacts, executor: PodRef): PodState {
-  const byName = podState(facts, executor);
-  if (byName.state !== 'unknown') return byName;
+  const seen = facts.pods.get(executor.name);
+  if (seen?.fresh === true) return podState(facts, executor);
   const claimants = slot.claimants;
-  if (claimants === undefined || !claimants.fresh) return { state: 'unknown', need: { kind: 'claimants', slot } };
-  if (claimants.value.includes(executor.name)) return byName; // listed, but its fact is missing: read it
-  // Not among the pods carrying the slot's labels: deleted, or relabelled so that the
-  // Service cannot select it any more. Either way it is no longer this slot's executor.
-  return { state: 'gone', how: 'unlabelled' };
+  if (claimants?.fresh === true && !claimants.value.includes(executor.name)) return { state: 'gone', how: 'unlabelled' };
+  const byName = podState(facts, executor);
+  if (byName.state !== 'unknown' || claimants?.fresh === true) return byName;
+  return { state: 'unknown', need: { kind: 'claimants', slot } };
 }
 
 interface Claimant {
@@ -178,6 +181,7 @@ type Eligibility =
 function eligibility(facts: Facts, claimant: Claimant, rules: Rules, now: number): Eligibility {
   const { pod } = claimant;
   if (!claimant.fresh && now - claimant.at > rules.factTtlMs) return { eligible: 'unknown', need: { kind: 'pod', name: pod.name } };
+  if (!pod.port.ok) return { eligible: false, reason: pod.port.reason };
   const owner = pod.controllerPod;
   if (owner === undefined) {
     return { eligible: false, reason: 'no driver: the executor has no v1 Pod controller owner (in client mode set spark.kubernetes.driver.pod.name)' };
@@ -189,7 +193,6 @@ function eligibility(facts: Facts, claimant: Claimant, rules: Rules, now: number
   if (rules.optInMode === 'label' && !pod.optIn && !ownerState.fact.optIn) {
     return { eligible: false, reason: 'not opted in (executor and driver pod lack spark-exec-svc/enabled=true)', optedOut: true };
   }
-  if (!pod.port.ok) return { eligible: false, reason: pod.port.reason };
   const identity: ServiceIdentity = { appId: pod.appId!, execId: pod.execId!, executor: { name: pod.name, uid: pod.uid }, owner };
   return { eligible: true, identity, port: pod.port.port };
 }

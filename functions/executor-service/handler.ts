@@ -9,6 +9,7 @@ import type { Logger } from '../../shared/log.ts';
 import type { Metrics } from '../../shared/metrics.ts';
 import type { EventResult } from '../../shared/reconcile/context.ts';
 import { reconcileEvent } from '../../shared/reconcile/dispatch.ts';
+import { FactsKeptChangingError } from '../../shared/reconcile/reconcile.ts';
 import type { ProcessCaches } from '../../shared/reconcile/caches.ts';
 import { DeadlineExceededError, defaultSleep } from '../../shared/retry.ts';
 
@@ -81,7 +82,7 @@ export async function handleEvent(deps: HandlerDeps, event: CloudEventLike, subj
 
 function failure(error: unknown): Extract<Handled, { readonly error: string }> {
   if (error instanceof InvalidEventError) return { status: 400, error: error.message };
-  if (error instanceof DeadlineExceededError) return { status: 503, error: error.message };
+  if (error instanceof DeadlineExceededError || error instanceof FactsKeptChangingError) return { status: 503, error: error.message };
   if (error instanceof KubeApiError) return { status: error.retryable ? 503 : 500, error: error.message };
   return { status: 500, error: error instanceof Error ? error.message : String(error) };
 }

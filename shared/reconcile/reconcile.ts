@@ -14,8 +14,8 @@ import { type PodFact, podFact } from '../spark-pod.ts';
 import type { ReconcileContext, ServiceOutcome } from './context.ts';
 import { podKey, slotCacheKey } from './fact-cache.ts';
 
-/** Rounds of decide → read → decide per batch; a slot still undecided after them is a retryable failure. */
-const MAX_ROUNDS = 6;
+/** Rounds of decide → read → decide per batch (a cold add takes four: its pods, its driver, the count, the create); a slot still undecided after them is a retryable failure (503). */
+const MAX_ROUNDS = 10;
 /** API requests one batch runs at once. */
 const CONCURRENCY = 8;
 /** Slot ids per list call (`spark-exec-id in (…)`), keeping the URL short. */

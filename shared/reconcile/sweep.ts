@@ -64,11 +64,13 @@ export async function sweep(ctx: ReconcileContext): Promise<EventResult> {
     }
     advance(ctx, cursor, namespace, page.continueToken);
   } while (cursor.rounds === startRound && Date.now() - started < budgetMs);
-  const changed = outcomes.filter((o) => o.action !== 'verified' && o.action !== 'skipped');
+  const WRITES: ReadonlySet<string> = new Set(['created', 'patched', 'marked-gone', 'unmarked', 'deleted', 'conflict']);
+  // Only what was written (and conflicts, which need a person): the rest is the normal state of things.
+  const changed = outcomes.filter((o) => WRITES.has(o.action));
   const done = cursor.rounds > startRound;
   return {
     action: 'swept',
-    reason: `${pages} page(s), ${examined} objects examined, ${changed.length} repaired${done ? '' : '; the next sweep goes on from here'}`,
+    reason: `${pages} page(s), ${examined} objects examined, ${changed.filter((o) => o.action !== 'conflict').length} repaired${done ? '' : '; the next sweep goes on from here'}`,
     outcomes: changed,
   };
 }

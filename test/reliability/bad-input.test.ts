@@ -164,7 +164,7 @@ describe('hostile labels, names and references', () => {
 
   it('hostile but valid app ids and exec ids: the Service name is still a valid DNS label, selectors exact', async () => {
     const h = await audited();
-    for (const [appId, execId] of [['A.b_C', '1'], ['x'.repeat(63), '2'], ['a..b', '3'], ['a__b', 'Z.9']] as const) {
+    for (const [appId, execId] of [['A.b_C', '1'], ['x'.repeat(63), '2'], ['a..b', '3'], ['a__b', '40']] as const) {
       const driver = h.createPod(driverPod({ namespace: NS, appId, name: `d-${execId.toLowerCase().replace('.', '-')}` }));
       const pod = h.createPod(executorPod({ namespace: NS, appId, execId, name: `e-${execId.toLowerCase().replace('.', '-')}`, driver: { name: driver.metadata.name, uid: driver.metadata.uid! } }));
       const reply = await h.send('add', pod);
@@ -177,15 +177,29 @@ describe('hostile labels, names and references', () => {
     }
   });
 
-  it('hostile block-manager port annotations: skipped with a reason, zero API calls', async () => {
+  it('exec ids Spark never assigns (not a decimal integer ≥ 1) are ignored with a reason, with zero API calls', async () => {
     const h = await audited();
+    for (const execId of ['Z.9', '0', '01', '1.0', 'driver', '1a', '1_2']) {
+      const before = h.emulator.requests.length;
+      const reply = await h.send('add', executor({ 'spark-exec-id': execId }));
+      expect(reply.status, execId).toBe(200);
+      expect(reply.data, execId).toMatchObject({ action: 'ignored', reason: expect.stringContaining('not an executor id Spark assigns') });
+      expect(h.emulator.requests.length, execId).toBe(before);
+    }
+  });
+
+  it('hostile block-manager port annotations: skipped with a reason, no write', async () => {
+    const h = await audited();
+    const driver = h.createPod(driverPod({ namespace: NS, appId: sparkAppId(5), name: 'app-driver' }));
+    let n = 0;
     for (const port of ['7079,1', '../', '1e3', '-1', '0', '65536', '99999999999', ' ', 'x', '7079 1']) {
-      const pod = executor({});
-      pod.metadata.annotations = { 'spark-exec-svc/block-manager-port': port, ...OPT_IN };
+      const body = executorPod({ namespace: NS, appId: sparkAppId(5), execId: String(++n), name: `port-${n}`, driver: { name: driver.metadata.name, uid: driver.metadata.uid! }, optIn: true });
+      body.metadata.annotations = { 'spark-exec-svc/block-manager-port': port, ...OPT_IN };
+      const pod = h.createPod(body);
       const before = h.emulator.requests.length;
       const reply = await post(h, BINARY_ADD, JSON.stringify(pod));
       expect(reply.status, port).toBe(200);
-      expect(h.emulator.requests.length, port).toBe(before);
+      expect(h.emulator.requests.slice(before).filter((r) => r.verb !== 'get' && r.verb !== 'list'), port).toEqual([]);
     }
     expect(h.logs.filter((l) => l['action'] === 'skipped' && l['level'] === 'warn')).toHaveLength(10);
   });

@@ -112,7 +112,7 @@ describe('what the EnsuredCache can miss, and how the sweep covers it', () => {
     const update = world.events.filter((e) => e.pod.metadata.name === svc!.executorPodName).at(-1)!;
     const mark = h.emulator.requests.length;
     const reply = await deliver(h.url, { ...update, verb: 'update', id: 'again' });
-    expect(reply.data?.outcomes[0]?.detail).toBe('unchanged since last ensured');
+    expect(reply.data?.outcomes[0]?.detail).toBe('executor runs; Service is right');
     expect(h.emulator.requests.length).toBe(mark); // zero API calls: the cache answered
     expect(mismatches(h.emulator, expected, [NS])).toEqual([`missing Service ${NS}/${svc!.name} (executor ${svc!.executorPodName})`]);
     const swept = await sweepEvent(h.url);

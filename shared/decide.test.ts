@@ -1,0 +1,325 @@
+/**
+ * The rule book, one row per rule, written from the specification (issue "Never harm a live
+ * executor") — the expected actions are literal, not computed with the code under test. Inputs
+ * are Kubernetes objects as the API server returns them, reduced by the same parsers the
+ * function uses.
+ */
+import { describe, expect, it } from 'vitest';
+import { type Facts, type Observation, type Rules, type SlotFacts, decide } from './decide.ts';
+import { Pod, Service } from './k8s-objects.ts';
+import { type ServiceFact, serviceFact } from './service-spec.ts';
+import { type PodFact, podFact } from './spark-pod.ts';
+
+const NS = 'spark';
+const APP = 'spark-0123456789abcdef0123456789abcdef';
+const SVC = `svc-${APP}-exec-1`;
+const NOW = Date.parse('2026-12-03T12:00:00Z');
+const RULES: Rules = { optInMode: 'label', cooldownSeconds: 300, maxServicesPerNamespace: 100, factTtlMs: 10_000 };
+const DRIVER = { name: 'pi-driver', uid: 'driver-uid' };
+const EXEC = { name: 'pi-exec-1', uid: 'exec-uid' };
+
+interface PodSpec {
+  name: string;
+  uid: string;
+  role?: 'driver' | 'executor' | 'none';
+  app?: string;
+  exec?: string;
+  phase?: string;
+  deleting?: boolean;
+  owner?: { name: string; uid: string } | null;
+  optIn?: boolean;
+  port?: number | null;
+}
+
+function pod(spec: PodSpec): PodFact {
+  const role = spec.role ?? 'executor';
+  const labels: Record<string, string> = {};
+  if (role !== 'none') labels['spark-role'] = role;
+  if (role !== 'none') labels['spark-app-selector'] = spec.app ?? APP;
+  if (role === 'executor') labels['spark-exec-id'] = spec.exec ?? '1';
+  if (spec.optIn === true) labels['spark-exec-svc/enabled'] = 'true';
+  const owner = spec.owner === undefined ? (role === 'executor' ? DRIVER : null) : spec.owner;
+  const port = spec.port === undefined ? 7079 : spec.port;
+  const body = {
+    metadata: {
+      name: spec.name,
+      namespace: NS,
+      uid: spec.uid,
+      resourceVersion: '1',
+      labels,
+      ...(owner === null ? {} : { ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: owner.name, uid: owner.uid, controller: true }] }),
+      ...(spec.deleting === true ? { deletionTimestamp: '2026-12-03T11:59:00Z' } : {}),
+    },
+    spec: { containers: [{ name: 'c', env: port === null ? [] : [{ name: 'SPARK_JAVA_OPT_1', value: `-Dspark.blockManager.port=${port}` }] }] },
+    status: { phase: spec.phase ?? 'Running' },
+  };
+  return podFact(Pod.parse(body), undefined)!;
+}
+
+const runningExecutor = (extra: Partial<PodSpec> = {}): PodFact => pod({ ...EXEC, ...extra });
+const optedInDriver = (extra: Partial<PodSpec> = {}): PodFact => pod({ ...DRIVER, role: 'driver', optIn: true, ...extra });
+
+interface SvcSpec {
+  exec?: string;
+  app?: string;
+  executor?: { name: string; uid: string } | null;
+  owner?: { name: string; uid: string } | null;
+  port?: number;
+  goneAt?: string;
+  selector?: Record<string, string>;
+  managed?: boolean;
+  name?: string;
+}
+
+/** A Service as the API server returns one of ours (written out by hand from the spec). */
+function svc(spec: SvcSpec = {}): ServiceFact {
+  const app = spec.app ?? APP;
+  const exec = spec.exec ?? '1';
+  const executor = spec.executor === undefined ? EXEC : spec.executor;
+  const owner = spec.owner === undefined ? DRIVER : spec.owner;
+  const port = spec.port ?? 7079;
+  const annotations: Record<string, string> = { 'spark-exec-svc/driver-pod': DRIVER.name };
+  if (executor !== null) Object.assign(annotations, { 'spark-exec-svc/executor-pod': executor.name, 'spark-exec-svc/executor-uid': executor.uid });
+  if (spec.goneAt !== undefined) annotations['spark-exec-svc/executor-gone-at'] = spec.goneAt;
+  const body = {
+    metadata: {
+      name: spec.name ?? `svc-${app}-exec-${exec}`,
+      namespace: NS,
+      uid: 'svc-uid',
+      resourceVersion: '42',
+      labels: spec.managed === false ? { team: 'web' } : { 'app.kubernetes.io/managed-by': 'spark-exec-svc', 'spark-app-selector': app, 'spark-exec-id': exec },
+      annotations,
+      ...(owner === null ? {} : { ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: owner.name, uid: owner.uid, controller: true }] }),
+    },
+    spec: {
+      type: 'ClusterIP',
+      selector: spec.selector ?? { 'spark-app-selector': app, 'spark-exec-id': exec },
+      ports: [{ name: 'spark-block-manager', protocol: 'TCP', port, targetPort: port }],
+    },
+  };
+  return serviceFact(Service.parse(body))!;
+}
+
+const fresh = <T,>(value: T): Observation<T> => ({ value, at: NOW, fresh: true });
+const remembered = <T,>(value: T, ageMs = 1_000): Observation<T> => ({ value, at: NOW - ageMs, fresh: false });
+
+interface World {
+  pods?: Array<Observation<PodFact | 'absent'> & { name?: string }>;
+  service?: Observation<ServiceFact | 'absent'> | undefined;
+  claimants?: Observation<readonly string[]> | undefined;
+  count?: number | undefined;
+  rules?: Partial<Rules>;
+  now?: number;
+}
+
+function run(world: World) {
+  const pods = new Map<string, Observation<PodFact | 'absent'>>();
+  for (const p of world.pods ?? []) pods.set(p.value === 'absent' ? p.name! : p.value.name, p);
+  const slot: SlotFacts = { appId: APP, execId: '1', service: world.service, claimants: world.claimants };
+  const facts: Facts = { namespace: NS, pods, slots: [slot], ourServiceCount: world.count === undefined ? undefined : fresh(world.count) };
+  return decide(facts, { ...RULES, ...world.rules }, world.now ?? NOW);
+}
+
+const absentPod = (name: string): Observation<'absent'> & { name: string } => ({ ...fresh('absent' as const), name });
+
+/** The one action of a decision, or its needs. */
+function outcome(world: World): string {
+  const d = run(world);
+  if (d.needs.length > 0) return `need ${d.needs.map((n) => (n.kind === 'pod' ? `pod:${n.name}` : n.kind)).join(',')}`;
+  return d.actions.map((a) => (a.kind === 'report' ? `${a.outcome}` : a.kind === 'patch' ? a.outcome : a.kind)).join(',');
+}
+
+describe('creating: only for an executor the API server shows running, with a running driver', () => {
+  const base: World = { pods: [fresh(runningExecutor()), fresh(optedInDriver())], service: fresh('absent'), claimants: fresh([EXEC.name]), count: 0 };
+  it.each<[string, World, string]>([
+    ['running, opted in through the driver, no Service → create', base, 'create'],
+    ['Service not read yet → create anyway (the create fails if one exists)', { ...base, service: undefined }, 'create'],
+    ['opted in on the executor only', { ...base, pods: [fresh(runningExecutor({ optIn: true })), fresh(optedInDriver({ optIn: false }))] }, 'create'],
+    ['neither opted in → ignored', { ...base, pods: [fresh(runningExecutor()), fresh(optedInDriver({ optIn: false }))] }, 'ignored'],
+    ['OPT_IN_MODE=all', { ...base, pods: [fresh(runningExecutor()), fresh(optedInDriver({ optIn: false }))], rules: { optInMode: 'all' } }, 'create'],
+    ['no block-manager port → skipped', { ...base, pods: [fresh(runningExecutor({ port: null })), fresh(optedInDriver())] }, 'skipped'],
+    ['no controller owner (client mode without a driver pod) → skipped', { ...base, pods: [fresh(runningExecutor({ owner: null, optIn: true }))] }, 'skipped'],
+    [
+      'owner is a notebook pod without Spark labels (client mode) → create',
+      { ...base, pods: [fresh(runningExecutor({ owner: { name: 'notebook', uid: 'nb' } })), fresh(pod({ name: 'notebook', uid: 'nb', role: 'none', optIn: true }))] },
+      'create',
+    ],
+    ['driver absent → skipped', { ...base, pods: [fresh(runningExecutor()), absentPod(DRIVER.name)] }, 'skipped'],
+    ['driver finished → skipped', { ...base, pods: [fresh(runningExecutor()), fresh(optedInDriver({ phase: 'Succeeded' }))] }, 'skipped'],
+    ['driver replaced (same name, other UID) → skipped', { ...base, pods: [fresh(runningExecutor()), fresh(optedInDriver({ uid: 'other' }))] }, 'skipped'],
+    ['executor terminal → nothing to create', { ...base, pods: [fresh(runningExecutor({ phase: 'Failed' })), fresh(optedInDriver())] }, 'verified'],
+    ['executor terminal, Service not read → read it', { ...base, service: undefined, pods: [fresh(runningExecutor({ phase: 'Failed' })), fresh(optedInDriver())] }, 'need service'],
+    ['executor being deleted but running → create', { ...base, pods: [fresh(runningExecutor({ deleting: true })), fresh(optedInDriver())] }, 'create'],
+    [
+      'two running pods claim the slot → conflict, nothing created',
+      { ...base, pods: [fresh(runningExecutor()), fresh(runningExecutor({ name: 'copy', uid: 'copy' })), fresh(optedInDriver())], claimants: fresh([EXEC.name, 'copy']) },
+      'conflict',
+    ],
+    ['executor remembered for longer than the TTL → read it', { ...base, pods: [remembered(runningExecutor(), 20_000), fresh(optedInDriver())] }, `need pod:${EXEC.name}`],
+    ['executor remembered within the TTL → create', { ...base, pods: [remembered(runningExecutor(), 5_000), remembered(optedInDriver(), 5_000)] }, 'create'],
+    ['driver remembered for longer than the TTL → read it', { ...base, pods: [fresh(runningExecutor()), remembered(optedInDriver(), 20_000)] }, `need pod:${DRIVER.name}`],
+    ['driver not known → read it', { ...base, pods: [fresh(runningExecutor())] }, `need pod:${DRIVER.name}`],
+    ['claimants not listed → list them', { ...base, claimants: undefined }, 'need claimants'],
+    ['Services of ours not counted → count them', { ...base, count: undefined }, 'need service-count'],
+    ['namespace at the cap → skipped', { ...base, count: 100 }, 'skipped'],
+  ])('%s', (_name, world, expected) => {
+    expect(outcome(world)).toBe(expected);
+  });
+
+  it('records the executor incarnation and its driver on the Service it creates', () => {
+    const [action] = run(base).actions;
+    expect(action).toMatchObject({
+      kind: 'create',
+      body: {
+        metadata: {
+          name: SVC,
+          annotations: { 'spark-exec-svc/executor-pod': EXEC.name, 'spark-exec-svc/executor-uid': EXEC.uid, 'spark-exec-svc/driver-pod': DRIVER.name },
+          ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: DRIVER.name, uid: DRIVER.uid, controller: true }],
+        },
+        spec: { type: 'ClusterIP', selector: { 'spark-app-selector': APP, 'spark-exec-id': '1' }, ports: [{ port: 7079, targetPort: 7079 }] },
+      },
+    });
+  });
+});
+
+describe('keeping: a running executor’s Service stays its own', () => {
+  const base: World = { pods: [fresh(runningExecutor()), fresh(optedInDriver())], service: fresh(svc()), claimants: fresh([EXEC.name]) };
+  it.each<[string, World, string]>([
+    ['not ours → conflict, untouched', { ...base, service: fresh(svc({ managed: false })) }, 'conflict'],
+    ['ours, right → verified', base, 'verified'],
+    ['ours, right, everything remembered → verified without a read', { ...base, pods: [remembered(runningExecutor()), remembered(optedInDriver())], claimants: undefined, service: remembered(svc()) }, 'verified'],
+    ['drifted port, executor read now → patched', { ...base, service: fresh(svc({ port: 7000 })) }, 'patched'],
+    ['drifted port, executor only remembered → read it first', { ...base, pods: [remembered(runningExecutor()), fresh(optedInDriver())], service: fresh(svc({ port: 7000 })) }, `need pod:${EXEC.name}`],
+    ['marked gone, executor runs (read now) → unmarked', { ...base, service: fresh(svc({ goneAt: '2026-12-03T11:58:00Z' })) }, 'unmarked'],
+    [
+      'marked gone, executor remembered alive from before the mark → read it',
+      { ...base, pods: [remembered(runningExecutor(), 10 * 60_000), fresh(optedInDriver())], service: fresh(svc({ goneAt: '2026-12-03T11:58:00Z' })) },
+      `need pod:${EXEC.name}`,
+    ],
+    ['owner not known → read it (the only thing needed)', { ...base, pods: [fresh(runningExecutor())] }, `need pod:${DRIVER.name}`],
+    [
+      'a tenant pod claims the slot while the recorded executor runs → verified, nothing rewritten',
+      { ...base, pods: [fresh(runningExecutor()), fresh(runningExecutor({ name: 'tenant', uid: 't', owner: { name: 'tenant-owner', uid: 'to' } })), fresh(optedInDriver())], claimants: fresh([EXEC.name, 'tenant']) },
+      'verified',
+    ],
+    ['our label but no executor recorded, driver runs → conflict', { ...base, service: fresh(svc({ executor: null })) }, 'conflict'],
+    ['labels name another slot (name collision) → conflict', { ...base, service: fresh(svc({ name: SVC, exec: '2' })) }, 'conflict'],
+    [
+      'records another executor of the same slot that runs → verified (not re-pointed)',
+      { ...base, pods: [fresh(runningExecutor({ name: 'other', uid: 'o' })), fresh(runningExecutor()), fresh(optedInDriver())], service: fresh(svc({ executor: { name: 'other', uid: 'o' } })), claimants: fresh(['other', EXEC.name]) },
+      'verified',
+    ],
+  ])('%s', (_name, world, expected) => {
+    expect(outcome(world)).toBe(expected);
+  });
+
+  it('patches within the identity only: the selector is replaced (extra keys nulled), never the owner', () => {
+    const [action] = run({ ...base, service: fresh(svc({ selector: { 'spark-app-selector': APP, 'spark-exec-id': '9', extra: 'x' } })) }).actions;
+    expect(action).toMatchObject({ kind: 'patch', outcome: 'patched' });
+    const patch = (action as unknown as { patch: { metadata: Record<string, unknown>; spec: Record<string, unknown> } }).patch;
+    expect(patch.spec['selector']).toEqual({ 'spark-app-selector': APP, 'spark-exec-id': '1', extra: null });
+    expect(patch.metadata['ownerReferences']).toBeUndefined();
+  });
+});
+
+describe('marking and ending: only for an executor verified gone', () => {
+  const gone: World = { pods: [absentPod(EXEC.name), fresh(optedInDriver())], service: fresh(svc()), claimants: fresh([]) };
+  it.each<[string, World, string]>([
+    ['recorded executor absent (read now) → marked gone', gone, 'marked-gone'],
+    ['absent from a fresh list of the slot’s pods → marked gone', { ...gone, pods: [fresh(optedInDriver())] }, 'marked-gone'],
+    ['terminal → marked gone', { ...gone, pods: [fresh(runningExecutor({ phase: 'Succeeded' })), fresh(optedInDriver())], claimants: fresh([EXEC.name]) }, 'marked-gone'],
+    [
+      'replaced (same name, other UID, another owner) → marked gone',
+      { ...gone, pods: [fresh(runningExecutor({ uid: 'new', owner: { name: 'x', uid: 'x' } })), fresh(optedInDriver())], claimants: fresh([EXEC.name]) },
+      'marked-gone',
+    ],
+    ['replaced by a running pod with the same driver → kept (it carries the labels and the owner)', { ...gone, pods: [fresh(runningExecutor({ uid: 'new' })), fresh(optedInDriver())], claimants: fresh([EXEC.name]) }, 'conflict'],
+    ['being deleted but running → kept unmarked', { ...gone, pods: [fresh(runningExecutor({ deleting: true })), fresh(optedInDriver())], claimants: fresh([EXEC.name]) }, 'verified'],
+    ['remembered terminal (not read now) → read again, never marked on memory', { ...gone, pods: [remembered(runningExecutor({ phase: 'Failed' })), fresh(optedInDriver())], claimants: remembered([EXEC.name]) }, 'need claimants'],
+    ['remembered running, but a fresh list of the slot’s pods lacks it (deleted or relabelled) → marked gone', { ...gone, pods: [remembered(runningExecutor()), fresh(optedInDriver())], claimants: fresh([]) }, 'marked-gone'],
+    ['recorded gone but the slot’s pods only remembered → list them', { ...gone, claimants: remembered([]) }, 'need claimants'],
+    ['recorded gone but the slot’s pods not listed → list them', { ...gone, claimants: undefined }, 'need claimants'],
+    [
+      'a running pod with the same driver carries the labels (tenant copy) → kept, conflict reported',
+      { ...gone, pods: [absentPod(EXEC.name), fresh(runningExecutor({ name: 'copy', uid: 'c' })), fresh(optedInDriver())], claimants: fresh(['copy']) },
+      'conflict',
+    ],
+    [
+      '… and a mark already there is removed',
+      { ...gone, service: fresh(svc({ goneAt: '2026-12-03T11:00:00Z' })), pods: [absentPod(EXEC.name), fresh(runningExecutor({ name: 'copy', uid: 'c' })), fresh(optedInDriver())], claimants: fresh(['copy']) },
+      'unmarked',
+    ],
+    [
+      'a running pod with another owner carries the labels → marked anyway',
+      { ...gone, pods: [absentPod(EXEC.name), fresh(runningExecutor({ name: 'copy', uid: 'c', owner: { name: 'x', uid: 'x' } })), fresh(optedInDriver())], claimants: fresh(['copy']) },
+      'marked-gone',
+    ],
+    ['marked, cool-down over → deleted', { ...gone, service: fresh(svc({ goneAt: '2026-12-03T11:54:59Z' })) }, 'delete'],
+    ['marked, cool-down running → verified', { ...gone, service: fresh(svc({ goneAt: '2026-12-03T11:55:01Z' })) }, 'verified'],
+    ['marked, COOLDOWN_SECONDS=0 → kept until the driver goes', { ...gone, service: fresh(svc({ goneAt: '2020-01-01T00:00:00Z' })), rules: { cooldownSeconds: 0 } }, 'verified'],
+    ['marked long ago but the executor runs again?? (same UID never returns) — runs means unmark', { ...gone, pods: [fresh(runningExecutor()), fresh(optedInDriver())], service: fresh(svc({ goneAt: '2020-01-01T00:00:00Z' })), claimants: fresh([EXEC.name]) }, 'unmarked'],
+    ['unparseable mark, executor gone → marked again', { ...gone, service: fresh(svc({ goneAt: 'garbage' })) }, 'marked-gone'],
+  ])('%s', (_name, world, expected) => {
+    expect(outcome(world)).toBe(expected);
+  });
+
+  it('the mark records the time of the decision', () => {
+    const [action] = run(gone).actions;
+    expect(action).toMatchObject({ kind: 'patch', patch: { metadata: { annotations: { 'spark-exec-svc/executor-gone-at': '2026-12-03T12:00:00.000Z' } } } });
+  });
+});
+
+describe('the driver: a Service goes with its own owner only', () => {
+  const base: World = { pods: [fresh(runningExecutor())], service: fresh(svc()), claimants: undefined };
+  it.each<[string, World, string]>([
+    ['own owner absent (read now) → left to garbage collection', { ...base, pods: [absentPod(DRIVER.name)] }, 'collected'],
+    ['own owner finished (pod kept) → deleted', { ...base, pods: [fresh(optedInDriver({ phase: 'Failed' }))] }, 'delete'],
+    ['own owner remembered finished → read it first', { ...base, pods: [remembered(optedInDriver({ phase: 'Failed' }))] }, `need pod:${DRIVER.name}`],
+    ['own owner replaced, nobody waits for the name → collected', { ...base, pods: [fresh(optedInDriver({ uid: 'new-driver' }))] }, 'collected'],
+    [
+      'own owner replaced, a new run’s running executor needs the name → stray deleted',
+      {
+        ...base,
+        pods: [fresh(optedInDriver({ uid: 'new-driver' })), fresh(runningExecutor({ name: 'new-exec', uid: 'ne', owner: { name: DRIVER.name, uid: 'new-driver' } }))],
+        claimants: fresh(['new-exec']),
+      },
+      'delete',
+    ],
+    [
+      'another live driver pod claims the app id: the Service’s own owner runs → verified',
+      { ...base, pods: [fresh(runningExecutor()), fresh(optedInDriver()), fresh(pod({ name: 'imposter', uid: 'i', role: 'driver' }))] },
+      'verified',
+    ],
+    ['no owner, recorded executor gone, no pod carries the labels → stray deleted', { ...base, service: fresh(svc({ owner: null })), pods: [absentPod(EXEC.name)], claimants: fresh([]) }, 'delete'],
+    ['no owner, recorded executor runs → left alone', { ...base, service: fresh(svc({ owner: null })), pods: [fresh(runningExecutor())], claimants: fresh([EXEC.name]) }, 'conflict'],
+  ])('%s', (_name, world, expected) => {
+    expect(outcome(world)).toBe(expected);
+  });
+});
+
+describe('every destructive action is justified by fresh facts', () => {
+  it('no mark or delete is ever decided from remembered facts alone (exhaustive over small worlds)', () => {
+    const executors = [runningExecutor(), runningExecutor({ phase: 'Failed' }), runningExecutor({ uid: 'other' }), runningExecutor({ deleting: true })];
+    const drivers = [optedInDriver(), optedInDriver({ phase: 'Succeeded' }), optedInDriver({ uid: 'other' })];
+    const services = [svc(), svc({ goneAt: '2026-12-03T11:00:00Z' }), svc({ goneAt: '2026-12-03T11:59:00Z' }), svc({ owner: null })];
+    let checked = 0;
+    for (const e of [...executors, 'absent' as const]) {
+      for (const d of [...drivers, 'absent' as const]) {
+        for (const s of services) {
+          for (const claimants of [[EXEC.name], []]) {
+            const pods = [
+              e === 'absent' ? { ...remembered('absent' as const), name: EXEC.name } : remembered(e),
+              d === 'absent' ? { ...remembered('absent' as const), name: DRIVER.name } : remembered(d),
+            ];
+            const decision = run({ pods, service: remembered(s), claimants: remembered(claimants) });
+            for (const action of decision.actions) {
+              expect(action.kind === 'delete' || (action.kind === 'patch' && action.outcome === 'marked-gone')).toBe(false);
+            }
+            checked++;
+          }
+        }
+      }
+    }
+    expect(checked).toBe(5 * 4 * 4 * 2);
+  });
+});
