@@ -13,7 +13,13 @@ import { createHash } from 'node:crypto';
  *     body = appId + "-exec-" + execId, lower-cased (ASCII A-Z only), every byte outside
  *     [a-z0-9] turned into "-", runs of "-" squeezed to one, leading/trailing "-" removed,
  *     cut to 47 bytes, trailing "-" removed again;
- *     name = "svc-" + body + "-" + hash, or "svc-" + hash when body is empty (<= 62 bytes).
+ *     name = "svc-" + body + "-h" + hash, or "svc-h" + hash when body is empty (<= 63 bytes).
+ *
+ * Injective over the inputs Spark produces (app id a label value, exec id a decimal integer
+ * >= 1, see spark-pod.ts): a plain name splits back at its last "-exec-" (the exec id has no
+ * "-"), and its last segment is all digits, while a fallback's last segment starts with "h".
+ * Two fallbacks can only meet on a 40-bit SHA-256 prefix collision; and if one ever did, the
+ * identity recorded on the Service keeps the second executor from taking the first one's.
  */
 
 export const DNS1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
@@ -30,7 +36,7 @@ export function executorServiceName(appId: string, execId: string): string {
   if (isDns1035Label(candidate)) return candidate;
   const hash = createHash('sha256').update(`${appId}/${execId}`, 'utf8').digest('hex').slice(0, HASH_HEX_DIGITS);
   const body = sanitizeBytes(`${appId}-exec-${execId}`);
-  return body === '' ? `svc-${hash}` : `svc-${body}-${hash}`;
+  return body === '' ? `svc-h${hash}` : `svc-${body}-h${hash}`;
 }
 
 /** Byte-wise like `LC_ALL=C tr 'A-Z' 'a-z' | tr -c 'a-z0-9' '-' | tr -s '-'`, then trim, cut, trim. */

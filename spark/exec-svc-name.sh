@@ -14,7 +14,8 @@
 #  2. otherwise hash = first 10 hex digits of sha256(APP "/" EXEC);
 #     body = APP "-exec-" EXEC with every byte outside [a-zA-Z0-9] turned into "-", runs of "-"
 #     squeezed to one, A-Z lower-cased, leading/trailing "-" removed, cut to 47 bytes, trailing
-#     "-" removed again; print "svc-" body "-" hash, or "svc-" hash when body is empty.
+#     "-" removed again; print "svc-" body "-h" hash, or "svc-h" hash when body is empty.
+#     (The "h" keeps every fallback apart from every plain name, whose last part is digits.)
 
 LC_ALL=C
 export LC_ALL
@@ -48,9 +49,9 @@ exec_svc_name() {
   done
   _esn_body=${_esn_body%-}
   if [ -z "$_esn_body" ]; then
-    printf 'svc-%s\n' "$_esn_hash"
+    printf 'svc-h%s\n' "$_esn_hash"
   else
-    printf 'svc-%s-%s\n' "$_esn_body" "$_esn_hash"
+    printf 'svc-%s-h%s\n' "$_esn_body" "$_esn_hash"
   fi
 }
 

@@ -191,7 +191,7 @@ describe.concurrent.each(shells)('executor-entrypoint.sh under $name', ({ cmd, n
   it('uses the hashed name for ids that are no DNS label', async () => {
     const app = 'My_Spark.App';
     const host = `${executorServiceName(app, '12')}.${ns}-a.svc`;
-    expect(host).toMatch(/^svc-my-spark-app-exec-12-[0-9a-f]{10}\.[a-z-]+\.svc$/);
+    expect(host).toMatch(/^svc-my-spark-app-exec-12-h[0-9a-f]{10}\.[a-z-]+\.svc$/);
     resolvable(host);
     const r = await runWrapper(cmd, ['executor'], env({ SPARK_APPLICATION_ID: app, SPARK_EXECUTOR_ID: '12', SPARK_EXECUTOR_NAMESPACE: `${ns}-a` }));
     expect(argAfter(r.args, '--hostname')).toBe(host);

@@ -39,6 +39,45 @@ describe('executorServiceName', () => {
     );
   });
 
+  it('is injective over the inputs Spark produces: no two (app id, exec id) pairs share a name', () => {
+    // Written from the rule, not from the code: a plain name is "svc-" A "-exec-" E; a valid
+    // pair can produce a given name only as its plain form (A a label value, E a canonical
+    // decimal) or as its fallback. So: (1) every name parses back to at most one plain pair,
+    // (2) no fallback name parses as a plain name of any valid pair, (3) fallbacks of distinct
+    // pairs differ (generated, including bodies cut exactly after "-exec").
+    const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
+    const plainPairOf = (name: string): [string, string] | undefined => {
+      const m = /^svc-(.+)-exec-([1-9][0-9]*)$/.exec(name);
+      return m !== null && m[1]!.length <= 63 && LABEL_VALUE.test(m[1]!) ? [m[1]!, m[2]!] : undefined;
+    };
+    const decimal = fc.bigInt({ min: 1n, max: 10n ** 19n - 1n }).map(String);
+    // App ids that land the 47-byte cut right after "-exec", and ones that contain "-exec-<digits>" themselves.
+    const tricky = fc.oneof(
+      fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9_.]{40}[A-Za-z0-9]$/),
+      fc.tuple(fc.stringMatching(/^[a-z][a-z0-9]{0,20}$/), decimal).map(([a, n]) => `${a}-exec-${n}`),
+      fc.stringMatching(/^[A-Z][A-Za-z0-9._-]{0,40}[a-z0-9]$/),
+    );
+    const app = fc.oneof(labelValue.filter((v) => LABEL_VALUE.test(v)), tricky.filter((v) => v.length <= 63 && LABEL_VALUE.test(v)), hex32.map((h) => `spark-${h}`));
+    fc.assert(
+      fc.property(app, decimal, app, decimal, (a1, e1, a2, e2) => {
+        const n1 = executorServiceName(a1, e1);
+        const n2 = executorServiceName(a2, e2);
+        if (a1 !== a2 || e1 !== e2) expect(n1).not.toBe(n2);
+        for (const [a, e, n] of [[a1, e1, n1], [a2, e2, n2]] as const) {
+          const plain = `svc-${a}-exec-${e}`;
+          if (n === plain) expect(plainPairOf(n)).toEqual([a, e]);
+          else expect(plainPairOf(n), `${a}/${e} -> ${n}`).toBeUndefined();
+        }
+      }),
+      { numRuns: 20_000 },
+    );
+    // The case that broke the old rule: a body cut right after "-exec" and an all-digit hash.
+    const cutAfterExec = `${'a'.repeat(42)}`;
+    const name = executorServiceName(`${cutAfterExec}_`, '7'.repeat(19));
+    expect(name.startsWith(`svc-${cutAfterExec}-exec-h`)).toBe(true);
+    expect(plainPairOf(name)).toBeUndefined();
+  });
+
   it('falls back to a valid DNS-1035 label of <= 63 bytes for any input', () => {
     fc.assert(
       fc.property(fc.oneof(labelValue, fc.string({ unit: 'grapheme', maxLength: 100 })), fc.oneof(execId, fc.string()), (app, exec) => {
@@ -51,13 +90,13 @@ describe('executorServiceName', () => {
   });
 
   it('builds the fallback from the sanitized body and a 10-hex sha256 of "app/exec"', () => {
-    expect(executorServiceName('My_App.Name', '3')).toBe(`svc-my-app-name-exec-3-${hash10('My_App.Name', '3')}`);
-    expect(executorServiceName('--A__B--', '7')).toBe(`svc-a-b-exec-7-${hash10('--A__B--', '7')}`);
-    expect(executorServiceName('é€', '🙂')).toBe(`svc-exec-${hash10('é€', '🙂')}`);
-    expect(executorServiceName('___', '')).toBe(`svc-exec-${hash10('___', '')}`);
-    expect(executorServiceName('', '')).toBe(`svc-exec-${hash10('', '')}`);
+    expect(executorServiceName('My_App.Name', '3')).toBe(`svc-my-app-name-exec-3-h${hash10('My_App.Name', '3')}`);
+    expect(executorServiceName('--A__B--', '7')).toBe(`svc-a-b-exec-7-h${hash10('--A__B--', '7')}`);
+    expect(executorServiceName('é€', '🙂')).toBe(`svc-exec-h${hash10('é€', '🙂')}`);
+    expect(executorServiceName('___', '')).toBe(`svc-exec-h${hash10('___', '')}`);
+    expect(executorServiceName('', '')).toBe(`svc-exec-h${hash10('', '')}`);
     // nothing left of the body at all (hypothetical: the body always contains "exec")
-    expect(executorServiceName('x'.repeat(100), '1')).toBe(`svc-${'x'.repeat(47)}-${hash10('x'.repeat(100), '1')}`);
+    expect(executorServiceName('x'.repeat(100), '1')).toBe(`svc-${'x'.repeat(47)}-h${hash10('x'.repeat(100), '1')}`);
   });
 
   it('switches to the fallback exactly above 63 bytes', () => {
@@ -65,20 +104,20 @@ describe('executorServiceName', () => {
     expect(executorServiceName(app63, '12345')).toBe(`svc-${app63}-exec-12345`);
     expect(executorServiceName(app63, '12345')).toHaveLength(63);
     const app64 = `${app63}a`;
-    expect(executorServiceName(app64, '12345')).toBe(`svc-${app64}-exec-12345`.slice(0, 4 + 47) + `-${hash10(app64, '12345')}`);
-    expect(executorServiceName(app64, '12345')).toHaveLength(62);
+    expect(executorServiceName(app64, '12345')).toBe(`svc-${app64}-exec-12345`.slice(0, 4 + 47) + `-h${hash10(app64, '12345')}`);
+    expect(executorServiceName(app64, '12345')).toHaveLength(63);
   });
 
   it('does not end the body with "-" after the 47-byte cut', () => {
     // body "bbb…b-x-exec-42": choose the length so that byte 47 is the "-" before "x"
     const app = `${'b'.repeat(46)}_x`;
     const name = executorServiceName(app, '42');
-    expect(name).toBe(`svc-${'b'.repeat(46)}-${hash10(app, '42')}`);
+    expect(name).toBe(`svc-${'b'.repeat(46)}-h${hash10(app, '42')}`);
   });
 
   it('treats an upper-case or otherwise invalid plain name as a fallback case', () => {
     expect(executorServiceName('App', '1')).not.toBe('svc-App-exec-1');
-    expect(executorServiceName('app', '1-')).toMatch(/^svc-app-exec-1-[0-9a-f]{10}$/);
+    expect(executorServiceName('app', '1-')).toMatch(/^svc-app-exec-1-h[0-9a-f]{10}$/);
     expect(isDns1035Label(executorServiceName('app', '1-'))).toBe(true);
   });
 
@@ -112,7 +151,7 @@ describe('executorServiceName', () => {
       }),
       { numRuns: 300 },
     );
-    expect(executorServiceName('My_App', '3')).toBe(`svc-my-app-exec-3-${hash10('My_App', '3')}`);
+    expect(executorServiceName('My_App', '3')).toBe(`svc-my-app-exec-3-h${hash10('My_App', '3')}`);
   });
 });
 
