@@ -41,11 +41,18 @@ export const Annotations = z.record(z.string(), z.string());
 /** The API returns timestamps as strings; client-node turns them into Date objects. */
 const Timestamp = z.union([z.string(), z.date()]);
 
+/**
+ * UIDs are RFC 4122 strings of 36 characters as the API server makes them; 128 leaves room for
+ * anything a conformant server could hand out, and keeps hostile input from growing what the
+ * function remembers.
+ */
+const Uid = z.string().min(1).max(128);
+
 export const OwnerReference = z.looseObject({
-  apiVersion: z.string(),
-  kind: z.string(),
-  name: z.string(),
-  uid: z.string(),
+  apiVersion: z.string().max(253),
+  kind: z.string().max(63),
+  name: z.string().max(253),
+  uid: Uid,
   controller: z.boolean().optional(),
   blockOwnerDeletion: z.boolean().optional(),
 });
@@ -54,7 +61,7 @@ export type OwnerReference = z.infer<typeof OwnerReference>;
 const ObjectMeta = z.looseObject({
   name: ObjectName,
   namespace: NamespaceName,
-  uid: z.string().max(128).optional(),
+  uid: Uid.optional(),
   resourceVersion: z.string().optional(),
   labels: Labels.optional(),
   annotations: Annotations.optional(),

@@ -55,7 +55,7 @@ const INPUT_TYPES = {
 const PING_TYPE = 'dev.knative.sources.ping';
 /** Reply types of the function (functions/executor-service/handler.ts), plus the brief's spellings. */
 const OUTPUT_TYPES = [
-  ...['created', 'verified', 'patched', 'deleted', 'recreated', 'conflict', 'marked-gone', 'collected', 'ignored', 'skipped']
+  ...['created', 'verified', 'patched', 'deleted', 'recreated', 'conflict', 'marked-gone', 'unmarked', 'collected', 'ignored', 'skipped']
     .map((t) => `spark-exec-svc.service.${t}`),
   'spark-exec-svc.ignored', 'spark-exec-svc.skipped', 'spark-exec-svc.swept', 'spark-exec-svc.sweep.completed',
 ];
@@ -64,7 +64,7 @@ const REPLY_SOURCE = '/spark-exec-svc/executor-service';
 /** The function's whole env contract (see functions/executor-service); Knative reserves PORT & K_*. */
 const ENV_CONTRACT = new Set([
   'WATCH_NAMESPACES', 'OPT_IN_MODE', 'BLOCK_MANAGER_PORT', 'COOLDOWN_SECONDS', 'LOG_LEVEL',
-  'EVENT_DEADLINE_MS', 'MAX_BODY_BYTES', 'SWEEP_PAGE_SIZE',
+  'EVENT_DEADLINE_MS', 'MAX_BODY_BYTES', 'SWEEP_PAGE_SIZE', 'MAX_SERVICES_PER_NAMESPACE',
 ]);
 const KNATIVE_RESERVED_ENV = new Set(['PORT', 'K_SERVICE', 'K_CONFIGURATION', 'K_REVISION']);
 

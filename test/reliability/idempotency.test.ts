@@ -96,7 +96,7 @@ describe('idempotency property: duplicated, shuffled deliveries converge', () =>
   }, TIMEOUT);
 });
 
-describe('what the EnsuredCache can miss, and how the sweep covers it', () => {
+describe('what remembered facts can miss, and how the sweep covers it', () => {
   it('a Service deleted behind the function’s back is not noticed by cached updates; the sweep recreates it', async () => {
     const h = await audited(ENV);
     const rng = rngFrom(BASE_SEED);
