@@ -258,6 +258,16 @@ describe('marking and ending: only for an executor verified gone', () => {
     ['marked, cool-down running → verified', { ...gone, service: fresh(svc({ goneAt: '2026-12-03T11:55:01Z' })) }, 'verified'],
     ['marked, COOLDOWN_SECONDS=0 → kept until the driver goes', { ...gone, service: fresh(svc({ goneAt: '2020-01-01T00:00:00Z' })), rules: { cooldownSeconds: 0 } }, 'verified'],
     ['marked long ago but the executor runs again?? (same UID never returns) — runs means unmark', { ...gone, pods: [fresh(runningExecutor()), fresh(optedInDriver())], service: fresh(svc({ goneAt: '2020-01-01T00:00:00Z' })), claimants: fresh([EXEC.name]) }, 'unmarked'],
+    [
+      'recorded executor runs but no longer carries the slot’s labels (read now) → marked gone, as the list says',
+      { ...gone, pods: [fresh(runningExecutor({ exec: '9' })), fresh(optedInDriver())], claimants: fresh([]) },
+      'marked-gone',
+    ],
+    [
+      '… read by name alone it is gone too; the slot’s pods are listed before the mark',
+      { ...gone, pods: [fresh(runningExecutor({ exec: '9' })), fresh(optedInDriver())], claimants: undefined },
+      'need claimants',
+    ],
     ['unparseable mark, executor gone → marked again', { ...gone, service: fresh(svc({ goneAt: 'garbage' })) }, 'marked-gone'],
   ])('%s', (_name, world, expected) => {
     expect(outcome(world)).toBe(expected);

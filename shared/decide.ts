@@ -108,10 +108,19 @@ export function decide(facts: Facts, rules: Rules, now: number): Decision {
 
 type SlotDecision = { readonly actions: readonly Action[] } | { readonly needs: readonly Need[] };
 
+type GoneHow = 'absent' | 'replaced' | 'terminal' | 'unlabelled';
+
+const GONE_WORDS: Readonly<Record<GoneHow, string>> = {
+  absent: 'no pod of that name',
+  replaced: 'its name now belongs to a pod with another UID',
+  terminal: 'phase Succeeded or Failed',
+  unlabelled: 'no pod carries its labels any more',
+};
+
 /** What is known of a pod that a Service or an executor names by name and UID. */
 type PodState =
   | { readonly state: 'alive'; readonly fact: PodFact; readonly at: number; readonly fresh: boolean }
-  | { readonly state: 'gone'; readonly how: 'absent' | 'replaced' | 'terminal' | 'unlabelled' }
+  | { readonly state: 'gone'; readonly how: GoneHow }
   | { readonly state: 'unknown'; readonly need: Need };
 
 /**
@@ -133,11 +142,16 @@ function podState(facts: Facts, ref: PodRef): PodState {
  * and overrules anything remembered about it.
  */
 function recordedExecutorState(facts: Facts, slot: SlotFacts, executor: PodRef): PodState {
+  const carriesLabels = (pod: PodFact): boolean => pod.appId === slot.appId && pod.execId === slot.execId;
   const seen = facts.pods.get(executor.name);
-  if (seen?.fresh === true) return podState(facts, executor);
+  if (seen?.fresh === true) {
+    const state = podState(facts, executor);
+    return state.state === 'alive' && !carriesLabels(state.fact) ? { state: 'gone', how: 'unlabelled' } : state;
+  }
   const claimants = slot.claimants;
   if (claimants?.fresh === true && !claimants.value.includes(executor.name)) return { state: 'gone', how: 'unlabelled' };
   const byName = podState(facts, executor);
+  if (byName.state === 'alive' && !carriesLabels(byName.fact)) return { state: 'unknown', need: { kind: 'pod', name: executor.name } };
   if (byName.state !== 'unknown' || claimants?.fresh === true) return byName;
   return { state: 'unknown', need: { kind: 'claimants', slot } };
 }
@@ -284,7 +298,7 @@ function decideSlot(facts: Facts, slot: SlotFacts, rules: Rules, now: number): S
           service,
           patch: { metadata: { annotations: { [EXECUTOR_GONE_AT_ANNOTATION]: new Date(now).toISOString() } } },
           outcome: 'marked-gone',
-          why: `executor ${identity.executor.name} is gone (${recorded.how}); cool-down started`,
+          why: `executor ${identity.executor.name} is gone (${GONE_WORDS[recorded.how]}); cool-down started`,
         },
       ],
     };
@@ -301,7 +315,7 @@ function ownerGone(
   slot: SlotFacts,
   service: ServiceFact,
   owner: PodRef,
-  how: 'absent' | 'replaced' | 'terminal' | 'unlabelled',
+  how: GoneHow,
   rules: Rules,
   now: number,
 ): SlotDecision {
@@ -314,7 +328,7 @@ function ownerGone(
   if (waiting.length > 0) {
     return { actions: [{ kind: 'delete', slot, service, why: `stray: driver pod ${owner.name} is gone and executor ${waiting[0]!.pod.name} needs the name` }] };
   }
-  return { actions: [{ kind: 'report', slot, service: service.name, outcome: 'collected', why: `driver pod ${owner.name} is gone (${how}): garbage collection removes it` }] };
+  return { actions: [{ kind: 'report', slot, service: service.name, outcome: 'collected', why: `driver pod ${owner.name} is gone (${GONE_WORDS[how]}): garbage collection removes it` }] };
 }
 
 /**
