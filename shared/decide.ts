@@ -75,7 +75,14 @@ export type Action =
       readonly why: string;
     }
   /** Applied only to the version decided on (uid and resourceVersion preconditions). */
-  | { readonly kind: 'delete'; readonly slot: SlotKey; readonly service: ServiceFact; readonly why: string }
+  | {
+      readonly kind: 'delete';
+      readonly slot: SlotKey;
+      readonly service: ServiceFact;
+      readonly why: string;
+      /** A running executor waits for the name: decide the slot again once it is free. */
+      readonly thenDecideAgain?: boolean;
+    }
   | { readonly kind: 'report'; readonly slot: SlotKey; readonly service: string; readonly outcome: ReportOutcome; readonly why: string };
 
 /** A fact the decision needs before it can be taken; always read from the API. */
@@ -256,6 +263,13 @@ function decideSlot(facts: Facts, slot: SlotFacts, rules: Rules, now: number): S
   if (owner.state === 'unknown') return { needs: [owner.need] };
   if (owner.state === 'gone') return ownerGone(facts, slot, service, ownerRef, owner.how, rules, now);
 
+  // A running pod of the slot with another driver: the Service's driver may have ended without
+  // our knowing (its events lost). Only a fresh read of it tells whether the Service is in the way.
+  if (!owner.fresh && slot.claimants !== undefined) {
+    const live = liveClaimants(facts, slot);
+    if (!('need' in live) && live.some((c) => c.pod.controllerPod?.uid !== ownerRef.uid)) return { needs: [{ kind: 'pod', name: ownerRef.name }] };
+  }
+
   const identity = service.identity;
   if (identity === undefined || !sameSlot) {
     return report('conflict', 'our Service of this name records another or an incomplete identity, and its driver runs; left untouched');
@@ -319,14 +333,18 @@ function ownerGone(
   rules: Rules,
   now: number,
 ): SlotDecision {
-  // Spark leaves finished driver pods in place, so garbage collection never runs for them.
-  if (how === 'terminal') return { actions: [{ kind: 'delete', slot, service, why: `driver pod ${owner.name} finished` }] };
-  // The owner object is gone: Kubernetes' garbage collector deletes the Service. Only when a
-  // running executor needs the name now (a new run reusing a custom app id) do we not wait.
+  // A running executor of another run may be waiting for the name (a new run reusing a custom app id).
   const claimants = slot.claimants === undefined ? [] : liveClaimants(facts, slot);
   const waiting = 'need' in claimants ? [] : claimants.filter((c) => eligibility(facts, c, rules, now).eligible === true);
+  const waitingWhy = waiting.length > 0 ? `; executor ${waiting[0]!.pod.name} needs the name` : '';
+  // Spark leaves finished driver pods in place, so garbage collection never runs for them.
+  if (how === 'terminal') {
+    return { actions: [{ kind: 'delete', slot, service, why: `driver pod ${owner.name} finished${waitingWhy}`, thenDecideAgain: waiting.length > 0 }] };
+  }
+  // The owner object is gone: Kubernetes' garbage collector deletes the Service; we only do not
+  // wait for it when a running executor needs the name now.
   if (waiting.length > 0) {
-    return { actions: [{ kind: 'delete', slot, service, why: `stray: driver pod ${owner.name} is gone and executor ${waiting[0]!.pod.name} needs the name` }] };
+    return { actions: [{ kind: 'delete', slot, service, why: `stray: driver pod ${owner.name} is gone${waitingWhy}`, thenDecideAgain: true }] };
   }
   return { actions: [{ kind: 'report', slot, service: service.name, outcome: 'collected', why: `driver pod ${owner.name} is gone (${GONE_WORDS[how]}): garbage collection removes it` }] };
 }

@@ -64,7 +64,7 @@ const REPLY_SOURCE = '/spark-exec-svc/executor-service';
 /** The function's whole env contract (see functions/executor-service); Knative reserves PORT & K_*. */
 const ENV_CONTRACT = new Set([
   'WATCH_NAMESPACES', 'OPT_IN_MODE', 'BLOCK_MANAGER_PORT', 'COOLDOWN_SECONDS', 'LOG_LEVEL',
-  'EVENT_DEADLINE_MS', 'MAX_BODY_BYTES', 'SWEEP_PAGE_SIZE', 'MAX_SERVICES_PER_NAMESPACE',
+  'EVENT_DEADLINE_MS', 'REQUEST_TIMEOUT_MS', 'REPLY_MODE', 'MAX_BODY_BYTES', 'SWEEP_PAGE_SIZE', 'MAX_SERVICES_PER_NAMESPACE',
 ]);
 const KNATIVE_RESERVED_ENV = new Set(['PORT', 'K_SERVICE', 'K_CONFIGURATION', 'K_REVISION']);
 
@@ -537,6 +537,16 @@ describe.skipIf(KUBECTL === undefined)('knative/ kustomize builds', () => {
       expect(['debug', 'info', 'warn', 'error']).toContain(env['LOG_LEVEL']);
       for (const n of ['COOLDOWN_SECONDS', 'EVENT_DEADLINE_MS', 'MAX_BODY_BYTES', 'SWEEP_PAGE_SIZE']) expect(env[n], n).toMatch(/^\d+$/);
       expect(pod.timeoutSeconds! * 1000, 'timeoutSeconds covers EVENT_DEADLINE_MS').toBeGreaterThanOrEqual(Number(env['EVENT_DEADLINE_MS'] ?? 20000));
+      // Replies: a direct sink ignores them, a Broker republishes them.
+      expect(env['REPLY_MODE']).toBe('none');
+      const deadline = Number(env['EVENT_DEADLINE_MS']);
+      expect(Number(env['REQUEST_TIMEOUT_MS']), 'one request fits in the event budget').toBeLessThan(deadline);
+      if (want.delivery === 'direct') {
+        // The ApiServerSource's 1 try + 5 retries (0.1..1.6 s backoff) must stall a namespace ≤ 15 s.
+        expect(6 * deadline + 3100, 'worst stall of a namespace behind one failing event').toBeLessThanOrEqual(15_000);
+      } else {
+        expect(deadline, 'behind a Broker the budget rides out short outages').toBe(10_000);
+      }
       expect(pod.timeoutSeconds!).toBeLessThanOrEqual(600);
       if (want.watch === undefined) expect(env['WATCH_NAMESPACES']).toBeUndefined();
       else expect(env['WATCH_NAMESPACES']?.split(',')).toEqual([...want.watch]);

@@ -59,6 +59,11 @@ export async function startFunctionServer(deps: HandlerDeps, options: { port: nu
     const event = toCloudEvent(req, body);
     const handled = await handleEvent(deps, event, typeof event.subject === 'string' ? event.subject : undefined);
     if (handled.status !== 200) return sendJson(res, handled.status, { error: handled.error });
+    if (deps.config.replyMode === 'none') {
+      res.writeHead(204);
+      res.end();
+      return;
+    }
     const message = HTTP.binary(handled.reply);
     res.writeHead(200, message.headers as Record<string, string>);
     res.end(typeof message.body === 'string' ? message.body : JSON.stringify(message.body));

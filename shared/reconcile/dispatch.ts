@@ -7,6 +7,7 @@
 import type { FunctionEvent, Verb } from '../events.ts';
 import type { Pod } from '../k8s-objects.ts';
 import { DRIVER_POD_ANNOTATION, EXECUTOR_POD_ANNOTATION, SPARK_EXECUTOR_ID_LABEL } from '../labels.ts';
+import { executorServiceName } from '../naming.ts';
 import { forEachPage } from '../kube/paging.ts';
 import { OUR_SERVICES_SELECTOR, type ServiceFact, appServicesSelector, serviceFact } from '../service-spec.ts';
 import { type PodFact, notAnExecutorSlot, podFact } from '../spark-pod.ts';
@@ -64,14 +65,18 @@ async function reconcilePodHint(ctx: ReconcileContext, verb: Verb, pod: Pod, rea
   // an executor it says runs, remembered facts stand in as long as they agree with it; for one it
   // says went, that executor and its slot are read afresh.
   const agrees = !goneHint && remembered !== undefined && samePodFact(remembered, hint);
+  // A remembered Service made for another executor than the one the event names says nothing
+  // about this one (a new run reusing the app id, a copy): read the slot afresh.
+  const rememberedService = ctx.facts.services.get(podKey(namespace, executorServiceName(slot.appId, slot.execId)))?.value;
+  const serviceAgrees = rememberedService === undefined || rememberedService.executor?.uid === hint.uid;
   const outcomes = await reconcileSlots(ctx, {
     namespace,
     slots: [slot],
     read: readNow === undefined ? undefined : { pods: [readNow] },
     remembered: {
-      services: true,
+      services: serviceAgrees,
       pod: (name) => name !== hint.name || agrees,
-      claimants: (s) => agrees && s.appId === slot.appId && s.execId === slot.execId && cachedClaimantsInclude(ctx, namespace, s, hint.name),
+      claimants: (s) => agrees && serviceAgrees && s.appId === slot.appId && s.execId === slot.execId && cachedClaimantsInclude(ctx, namespace, s, hint.name),
     },
     claimantWindow: goneHint ? 0 : CLAIMANT_WINDOW,
   });
@@ -97,17 +102,21 @@ function samePodFact(a: PodFact, b: PodFact): boolean {
   );
 }
 
+/** Services of an application decided per page on a driver event: at most this many writes between budget checks. */
+const APP_PAGE = 100;
+
 /**
  * Every Service of one application, page by page, decided afresh (a driver ended: finished
  * drivers' Services are deleted, deleted drivers' are left to garbage collection). The work is
- * bounded per event: past half the event's budget the rest is left to the sweep.
+ * bounded per event — the sender waits for this answer before it sends the namespace's next
+ * event: past half the event's budget the rest is left to the next sweep.
  */
 async function reconcileApp(ctx: ReconcileContext, namespace: string, appId: string): Promise<ServiceOutcome[]> {
   const outcomes: ServiceOutcome[] = [];
   const started = Date.now();
   let token: string | undefined;
   do {
-    const page = await ctx.client.listServices(namespace, appServicesSelector(appId), ctx.config.sweepPageSize, token);
+    const page = await ctx.client.listServices(namespace, appServicesSelector(appId), Math.min(APP_PAGE, ctx.config.sweepPageSize), token);
     outcomes.push(...(await reconcileServices(ctx, namespace, page.items.flatMap((s) => serviceFact(s) ?? []))));
     token = page.continueToken;
   } while (token !== undefined && Date.now() - started < ctx.config.eventDeadlineMs / 2);

@@ -59,12 +59,16 @@ export async function reconcileSlots(ctx: ReconcileContext, request: ReconcileRe
   for (let round = 0; round < MAX_ROUNDS && pending.length > 0; round++) {
     const decision = decide(view.facts(pending), ctx.config, ctx.now().getTime());
     const redo: SlotKey[] = [];
+    const again: SlotKey[] = [];
     await inParallel(decision.actions, CONCURRENCY, async (action) => {
       const outcome = await apply(ctx, view, action);
       if (outcome === 'redo') redo.push(action.slot);
-      else outcomes.push(outcome);
+      else if ('decideAgain' in outcome) {
+        outcomes.push(outcome.outcome);
+        again.push(action.slot);
+      } else outcomes.push(outcome);
     });
-    pending = uniqueSlots([...decision.waiting, ...redo]);
+    pending = uniqueSlots([...decision.waiting, ...redo, ...again]);
     if (pending.length === 0) break;
     await view.read([...decision.needs, ...redo.map((slot): Need => ({ kind: 'service', slot }))], redo);
   }
@@ -94,8 +98,11 @@ export function slotOf(service: ServiceFact): SlotKey | undefined {
   return service.slot;
 }
 
-/** Carries one decided action out. 'redo' = the Service was not what the decision saw: read it and decide again. */
-async function apply(ctx: ReconcileContext, view: FactView, action: Action): Promise<ServiceOutcome | 'redo'> {
+/**
+ * Carries one decided action out. 'redo' = the Service was not what the decision saw: read it
+ * and decide again; `decideAgain` = done, and the slot is to be decided once more (its name is free now).
+ */
+async function apply(ctx: ReconcileContext, view: FactView, action: Action): Promise<ServiceOutcome | 'redo' | { outcome: ServiceOutcome; decideAgain: true }> {
   const namespace = view.namespace;
   const done = (service: string, outcome: ServiceOutcome['action'], detail: string): ServiceOutcome => ({ namespace, service, action: outcome, detail });
   switch (action.kind) {
@@ -130,7 +137,12 @@ async function apply(ctx: ReconcileContext, view: FactView, action: Action): Pro
       view.forgetService(action.slot);
       if (result === 'precondition-failed') return 'redo';
       if (result === 'deleted') ctx.facts.adjustServiceCount(namespace, -1);
-      return done(service.name, 'deleted', result === 'deleted' ? action.why : `${action.why}; already gone`);
+      const outcome = done(service.name, 'deleted', result === 'deleted' ? action.why : `${action.why}; already gone`);
+      if (action.thenDecideAgain === true) {
+        view.noteServiceAbsent(action.slot);
+        return { outcome, decideAgain: true };
+      }
+      return outcome;
     }
   }
 }
@@ -211,6 +223,11 @@ class FactView {
   forgetService(slot: SlotKey): void {
     this.services.delete(slotKey(slot));
     this.ctx.facts.services.delete(podKey(this.namespace, executorServiceName(slot.appId, slot.execId)));
+  }
+
+  /** Our own delete just succeeded: nothing of that name is left. */
+  noteServiceAbsent(slot: SlotKey): void {
+    this.services.set(slotKey(slot), { value: 'absent', at: this.now(), fresh: true });
   }
 
   rememberService(slot: SlotKey, service: ServiceFact): void {

@@ -20,11 +20,17 @@ import { reconcileServices, reconcileSlots } from './reconcile.ts';
 
 type Pass = 'services' | 'executors';
 
+/** Objects of a page decided together between two checks of the sweep's budget. */
+const CHUNK = 100;
+
 /** Where the sweep goes on. Kept in process memory: a new process starts from the beginning, which only costs reads. */
 export class SweepCursor {
   namespaceIndex = 0;
   pass: Pass = 'services';
-  continueToken: string | undefined;
+  /** The token that lists the current page (undefined: the first page). */
+  pageToken: string | undefined;
+  /** Items of the current page already decided. */
+  skip = 0;
   /** Our Services counted so far in the current namespace's Services pass. */
   counted = 0;
   /** Complete rounds over every watched namespace, both passes. */
@@ -35,7 +41,7 @@ export async function sweep(ctx: ReconcileContext): Promise<EventResult> {
   const cursor = ctx.sweepCursor ?? new SweepCursor();
   const namespaces = ctx.config.namespaces;
   const started = Date.now();
-  const budgetMs = ctx.config.eventDeadlineMs / 2;
+  const overBudget = (): boolean => Date.now() - started >= ctx.config.eventDeadlineMs / 2;
   const outcomes: ServiceOutcome[] = [];
   const startRound = cursor.rounds;
   let examined = 0;
@@ -44,26 +50,32 @@ export async function sweep(ctx: ReconcileContext): Promise<EventResult> {
     const namespace = namespaces[cursor.namespaceIndex % namespaces.length]!;
     let page: Page<Service> | Page<Pod>;
     try {
-      page = await listPage(ctx, namespace, cursor.pass, cursor.continueToken);
+      page = await listPage(ctx, namespace, cursor.pass, cursor.pageToken);
     } catch (error) {
       // A continue token expires (410 Expired) when its snapshot is compacted: start the pass again.
-      if (error instanceof KubeApiError && error.status === 410 && cursor.continueToken !== undefined) {
-        cursor.continueToken = undefined;
-        cursor.counted = 0;
+      if (error instanceof KubeApiError && error.status === 410 && cursor.pageToken !== undefined) {
+        Object.assign(cursor, { pageToken: undefined, skip: 0, counted: 0 });
         continue;
       }
       throw error;
     }
     pages++;
-    examined += page.items.length;
-    if (cursor.pass === 'services') {
-      cursor.counted += page.items.length;
-      outcomes.push(...(await reconcileServices(ctx, namespace, (page.items as Service[]).flatMap((s) => serviceFact(s) ?? []))));
-    } else {
-      outcomes.push(...(await reconcileExecutorPage(ctx, namespace, page.items as Pod[])));
+    if (cursor.skip === 0 && cursor.pass === 'services') cursor.counted += page.items.length;
+    // A page is decided in chunks, so that one sweep's work stays within its budget; a page cut
+    // short is listed again by the next sweep (same token) and goes on after what was decided.
+    while (cursor.skip < page.items.length) {
+      const chunk = page.items.slice(cursor.skip, cursor.skip + CHUNK);
+      examined += chunk.length;
+      if (cursor.pass === 'services') {
+        outcomes.push(...(await reconcileServices(ctx, namespace, (chunk as Service[]).flatMap((s) => serviceFact(s) ?? []))));
+      } else {
+        outcomes.push(...(await reconcileExecutorPage(ctx, namespace, chunk as Pod[])));
+      }
+      cursor.skip += chunk.length;
+      if (overBudget()) break;
     }
-    advance(ctx, cursor, namespace, page.continueToken);
-  } while (cursor.rounds === startRound && Date.now() - started < budgetMs);
+    if (cursor.skip >= page.items.length) advance(ctx, cursor, namespace, page.continueToken);
+  } while (cursor.rounds === startRound && !overBudget());
   const WRITES: ReadonlySet<string> = new Set(['created', 'patched', 'marked-gone', 'unmarked', 'deleted', 'conflict']);
   // Only what was written (and conflicts, which need a person): the rest is the normal state of things.
   const changed = outcomes.filter((o) => WRITES.has(o.action));
@@ -82,9 +94,10 @@ function listPage(ctx: ReconcileContext, namespace: string, pass: Pass, token: s
     : ctx.client.listPods(namespace, `${SPARK_ROLE_LABEL}=${SPARK_ROLE_EXECUTOR}`, limit, token);
 }
 
-function advance(ctx: ReconcileContext, cursor: SweepCursor, namespace: string, token: string | undefined): void {
-  cursor.continueToken = token;
-  if (token !== undefined) return;
+function advance(ctx: ReconcileContext, cursor: SweepCursor, namespace: string, next: string | undefined): void {
+  cursor.pageToken = next;
+  cursor.skip = 0;
+  if (next !== undefined) return;
   if (cursor.pass === 'services') {
     // A complete count: the cap's check starts from it, our own writes keep it current.
     ctx.facts.setServiceCount(namespace, cursor.counted, ctx.now().getTime());
@@ -97,7 +110,7 @@ function advance(ctx: ReconcileContext, cursor: SweepCursor, namespace: string, 
   if (cursor.namespaceIndex === 0) cursor.rounds++;
 }
 
-/** Executor pods of one page: their slots are decided with their Services read first (so that existing ones are not created again). */
+/** Executor pods of a page: their slots are decided with their Services read first (so that existing ones are not created again). */
 async function reconcileExecutorPage(ctx: ReconcileContext, namespace: string, pods: readonly Pod[]): Promise<ServiceOutcome[]> {
   const facts: PodFact[] = [];
   const slots: SlotKey[] = [];

@@ -320,7 +320,7 @@ export function deliver(url: string, event: RecordedEvent): Promise<PostedReply>
 }
 
 export function sweepEvent(url: string, id = `sweep-${Date.now()}`): Promise<PostedReply> {
-  return postCloudEvent(url, { id, type: 'dev.knative.sources.ping', data: { action: 'sweep' }, source: '/apis/v1/namespaces/spark/pingsources/sweep' });
+  return postCloudEvent(url, { id, type: 'dev.knative.sources.ping', data: { action: 'sweep' }, source: '/apis/v1/namespaces/spark/pingsources/spark-exec-svc-sweep' });
 }
 
 // ---- what a correct system ends with ---------------------------------------------------------------
