@@ -15,7 +15,7 @@ import type { SlotKey } from '../decide.ts';
 import { type EventResult, type ServiceOutcome, headline, ignored } from './context.ts';
 import type { ReconcileContext } from './context.ts';
 import { podKey, slotCacheKey } from './fact-cache.ts';
-import { reconcileServices, reconcileSlots, slotOf } from './reconcile.ts';
+import { reconcileServices, reconcileSlots } from './reconcile.ts';
 import { sweep } from './sweep.ts';
 
 /** Executor ids listed after the one an add names: Spark creates executors in batches (spark.kubernetes.allocation.batch.size). */
@@ -137,10 +137,7 @@ async function reconcileReference(ctx: ReconcileContext, verb: Verb, namespace: 
   if (verb !== 'delete') return ignored('pod already gone', base);
   const related = await servicesNamingPod(ctx, namespace, name);
   if (related.length === 0) return ignored('no Service of ours refers to this pod', base);
-  const slots = related.flatMap((service) => {
-    const slot = slotOf(service);
-    return slot === undefined ? [] : [{ slot, service }];
-  });
+  const slots = related.flatMap((service) => (service.slot === undefined ? [] : [{ slot: service.slot, service }]));
   const outcomes = await reconcileSlots(ctx, { namespace, slots: slots.map((s) => s.slot), read: { pods: [{ absent: name }], services: slots } });
   return result(outcomes, { ...base, app: slots[0]?.slot.appId });
 }

@@ -85,17 +85,9 @@ export async function reconcileSlots(ctx: ReconcileContext, request: ReconcileRe
 
 /** Decides the slots of Services already read (fresh); what else the rules need is read. */
 export async function reconcileServices(ctx: ReconcileContext, namespace: string, services: readonly ServiceFact[]): Promise<ServiceOutcome[]> {
-  const slots = services.flatMap((service) => {
-    const slot = slotOf(service);
-    return slot === undefined ? [] : [{ slot, service }];
-  });
+  const slots = services.flatMap((service) => (service.slot === undefined ? [] : [{ slot: service.slot, service }]));
   if (slots.length === 0) return [];
   return reconcileSlots(ctx, { namespace, slots: slots.map((s) => s.slot), read: { services: slots } });
-}
-
-/** The slot a Service of ours is for, from its labels and name; undefined for anything else. */
-export function slotOf(service: ServiceFact): SlotKey | undefined {
-  return service.slot;
 }
 
 /**

@@ -16,7 +16,7 @@ import { SPARK_ROLE_EXECUTOR, SPARK_ROLE_LABEL } from '../labels.ts';
 import { OUR_SERVICES_SELECTOR, serviceFact } from '../service-spec.ts';
 import { type PodFact, podFact } from '../spark-pod.ts';
 import type { EventResult, ReconcileContext, ServiceOutcome } from './context.ts';
-import { reconcileServices, reconcileSlots } from './reconcile.ts';
+import { FactsKeptChangingError, reconcileServices, reconcileSlots } from './reconcile.ts';
 
 type Pass = 'services' | 'executors';
 
@@ -66,10 +66,16 @@ export async function sweep(ctx: ReconcileContext): Promise<EventResult> {
     while (cursor.skip < page.items.length) {
       const chunk = page.items.slice(cursor.skip, cursor.skip + CHUNK);
       examined += chunk.length;
-      if (cursor.pass === 'services') {
-        outcomes.push(...(await reconcileServices(ctx, namespace, (chunk as Service[]).flatMap((s) => serviceFact(s) ?? []))));
-      } else {
-        outcomes.push(...(await reconcileExecutorPage(ctx, namespace, chunk as Pod[])));
+      try {
+        if (cursor.pass === 'services') {
+          outcomes.push(...(await reconcileServices(ctx, namespace, (chunk as Service[]).flatMap((s) => serviceFact(s) ?? []))));
+        } else {
+          outcomes.push(...(await reconcileExecutorPage(ctx, namespace, chunk as Pod[])));
+        }
+      } catch (error) {
+        // Objects that kept changing under this chunk are left to the next sweep; the rest goes on.
+        if (!(error instanceof FactsKeptChangingError)) throw error;
+        ctx.log.warn('sweep: chunk left for the next sweep', { namespace, error: error.message });
       }
       cursor.skip += chunk.length;
       if (overBudget()) break;
