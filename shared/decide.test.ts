@@ -256,6 +256,16 @@ describe('marking and ending: only for an executor verified gone', () => {
     ],
     ['marked, cool-down over → deleted', { ...gone, service: fresh(svc({ goneAt: '2026-12-03T11:54:59Z' })) }, 'delete'],
     ['marked, cool-down running → verified', { ...gone, service: fresh(svc({ goneAt: '2026-12-03T11:55:01Z' })) }, 'verified'],
+    [
+      'marked, cool-down running, nothing read now → verified without a read (the mark was put on a fresh read; a UID never returns)',
+      { service: remembered(svc({ goneAt: '2026-12-03T11:58:00Z' })), pods: [remembered(optedInDriver()), remembered(runningExecutor())], claimants: undefined },
+      'verified',
+    ],
+    [
+      'marked, cool-down over, nothing read now → read before ending it',
+      { service: remembered(svc({ goneAt: '2026-12-03T11:50:00Z' })), pods: [remembered(optedInDriver())], claimants: undefined },
+      'need claimants',
+    ],
     ['marked, COOLDOWN_SECONDS=0 → kept until the driver goes', { ...gone, service: fresh(svc({ goneAt: '2020-01-01T00:00:00Z' })), rules: { cooldownSeconds: 0 } }, 'verified'],
     ['marked long ago but the executor runs again?? (same UID never returns) — runs means unmark', { ...gone, pods: [fresh(runningExecutor()), fresh(optedInDriver())], service: fresh(svc({ goneAt: '2020-01-01T00:00:00Z' })), claimants: fresh([EXEC.name]) }, 'unmarked'],
     [

@@ -275,9 +275,17 @@ function decideSlot(facts: Facts, slot: SlotFacts, rules: Rules, now: number): S
     return report('conflict', 'our Service of this name records another or an incomplete identity, and its driver runs; left untouched');
   }
 
+  const markedAt = service.goneAt === undefined ? undefined : Date.parse(service.goneAt);
+  // A mark is only ever written on a fresh read that found its executor gone, and a pod UID never
+  // comes back: while the cool-down runs, only evidence read now can overrule it (a copy of the
+  // executor carrying its labels, seen by the sweep). Without any, the mark stands, unread.
+  const coolingDown = markedAt !== undefined && !Number.isNaN(markedAt) && (rules.cooldownSeconds === 0 || now < markedAt + rules.cooldownSeconds * 1000);
+  if (coolingDown && facts.pods.get(identity.executor.name)?.fresh !== true && slot.claimants?.fresh !== true) {
+    return report('verified', 'executor gone; cool-down running');
+  }
+
   const recorded = recordedExecutorState(facts, slot, identity.executor);
   if (recorded.state === 'unknown') return { needs: [recorded.need] };
-  const markedAt = service.goneAt === undefined ? undefined : Date.parse(service.goneAt);
 
   if (recorded.state === 'alive') {
     // Evidence older than the mark cannot overrule it: the mark was put on a fresh read.

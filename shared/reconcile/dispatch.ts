@@ -87,12 +87,14 @@ function cachedClaimantsInclude(ctx: ReconcileContext, namespace: string, slot: 
   return ctx.facts.claimants.get(slotCacheKey(namespace, slot.appId, slot.execId))?.value.includes(name) === true;
 }
 
-/** Same pod, and nothing the rules read differs (status churn and Spark's own label updates do not count). */
+/**
+ * Same pod, and nothing the rules read differs: status churn, Spark's own label updates and the
+ * start of a graceful deletion (a pod being deleted still runs) do not count.
+ */
 function samePodFact(a: PodFact, b: PodFact): boolean {
   return (
     a.uid === b.uid &&
     a.terminal === b.terminal &&
-    a.deleting === b.deleting &&
     a.appId === b.appId &&
     a.execId === b.execId &&
     a.optIn === b.optIn &&
