@@ -38,6 +38,7 @@ const EnvSchema = z.object({
   EVENT_DEADLINE_MS: intFromEnv(100, 600_000).default(DIRECT_SINK_DEADLINE_MS),
   REQUEST_TIMEOUT_MS: intFromEnv(50, 120_000).default(1_000),
   REPLY_MODE: z.enum(['event', 'none']).default('event'),
+  SWEEP_DEADLINE_MS: intFromEnv(1_000, 600_000).default(20_000),
   MAX_BODY_BYTES: intFromEnv(1024, 64 * 1024 * 1024).default(1024 * 1024),
   SWEEP_PAGE_SIZE: intFromEnv(1, 5_000).default(500),
   MAX_SERVICES_PER_NAMESPACE: intFromEnv(1, 1_000_000).default(2_000),
@@ -59,6 +60,12 @@ export interface Config {
   readonly eventDeadlineMs: number;
   /** Timeout of one API request. */
   readonly requestTimeoutMs: number;
+  /**
+   * Budget of one sweep (a PingSource tick). Its sender does not hold pod events back while it
+   * waits, so a sweep may take longer than a pod event; it stops at half of this and the next
+   * tick goes on from there.
+   */
+  readonly sweepDeadlineMs: number;
   /**
    * `event`: answer with a CloudEvent saying what happened; `none`: answer 204 No Content. A
    * Broker republishes every reply as a new event, and a direct sink's reply is ignored.
@@ -113,6 +120,7 @@ export function loadConfig(
     eventDeadlineMs: e.EVENT_DEADLINE_MS,
     requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
     replyMode: e.REPLY_MODE,
+    sweepDeadlineMs: e.SWEEP_DEADLINE_MS,
     maxBodyBytes: e.MAX_BODY_BYTES,
     sweepPageSize: e.SWEEP_PAGE_SIZE,
     maxServicesPerNamespace: e.MAX_SERVICES_PER_NAMESPACE,

@@ -64,7 +64,7 @@ const REPLY_SOURCE = '/spark-exec-svc/executor-service';
 /** The function's whole env contract (see functions/executor-service); Knative reserves PORT & K_*. */
 const ENV_CONTRACT = new Set([
   'WATCH_NAMESPACES', 'OPT_IN_MODE', 'BLOCK_MANAGER_PORT', 'COOLDOWN_SECONDS', 'LOG_LEVEL',
-  'EVENT_DEADLINE_MS', 'REQUEST_TIMEOUT_MS', 'REPLY_MODE', 'MAX_BODY_BYTES', 'SWEEP_PAGE_SIZE', 'MAX_SERVICES_PER_NAMESPACE',
+  'EVENT_DEADLINE_MS', 'REQUEST_TIMEOUT_MS', 'SWEEP_DEADLINE_MS', 'REPLY_MODE', 'MAX_BODY_BYTES', 'SWEEP_PAGE_SIZE', 'MAX_SERVICES_PER_NAMESPACE',
 ]);
 const KNATIVE_RESERVED_ENV = new Set(['PORT', 'K_SERVICE', 'K_CONFIGURATION', 'K_REVISION']);
 
@@ -537,6 +537,7 @@ describe.skipIf(KUBECTL === undefined)('knative/ kustomize builds', () => {
       expect(['debug', 'info', 'warn', 'error']).toContain(env['LOG_LEVEL']);
       for (const n of ['COOLDOWN_SECONDS', 'EVENT_DEADLINE_MS', 'MAX_BODY_BYTES', 'SWEEP_PAGE_SIZE']) expect(env[n], n).toMatch(/^\d+$/);
       expect(pod.timeoutSeconds! * 1000, 'timeoutSeconds covers EVENT_DEADLINE_MS').toBeGreaterThanOrEqual(Number(env['EVENT_DEADLINE_MS'] ?? 20000));
+      expect(pod.timeoutSeconds! * 1000, 'timeoutSeconds covers SWEEP_DEADLINE_MS').toBeGreaterThanOrEqual(Number(env['SWEEP_DEADLINE_MS']));
       // Replies: a direct sink ignores them, a Broker republishes them.
       expect(env['REPLY_MODE']).toBe('none');
       const deadline = Number(env['EVENT_DEADLINE_MS']);

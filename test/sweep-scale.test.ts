@@ -20,7 +20,7 @@ afterEach(async () => {
 
 it(`repairs a namespace of ${EXECUTORS} executors over bounded sweeps, each within its deadline`, { timeout: 400_000 }, async () => {
   const deadlineMs = 10_000;
-  h = await startHarness({ EVENT_DEADLINE_MS: String(deadlineMs), SWEEP_PAGE_SIZE: '500', MAX_SERVICES_PER_NAMESPACE: String(EXECUTORS + 10), LOG_LEVEL: 'warn' });
+  h = await startHarness({ SWEEP_DEADLINE_MS: String(deadlineMs), SWEEP_PAGE_SIZE: '500', MAX_SERVICES_PER_NAMESPACE: String(EXECUTORS + 10), LOG_LEVEL: 'warn' });
   const appId = 'spark-5ca1ab1e5ca1ab1e5ca1ab1e5ca1ab1e';
   const driver = h.createPod(driverPod({ namespace: NS, appId, name: 'big-driver' }));
   for (let i = 1; i <= EXECUTORS; i++) {

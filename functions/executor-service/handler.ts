@@ -43,7 +43,7 @@ export async function handleEvent(deps: HandlerDeps, event: CloudEventLike, subj
   let handled: Handled;
   try {
     const parsed = parseFunctionEvent(event);
-    const deadline = Date.now() + deps.config.eventDeadlineMs;
+    const deadline = Date.now() + (parsed.kind === 'sweep' ? deps.config.sweepDeadlineMs : deps.config.eventDeadlineMs);
     const client = withRetries(deps.client, {
       deadline,
       baseDelayMs: BASE_DELAY_MS,

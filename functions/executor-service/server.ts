@@ -51,7 +51,7 @@ export async function startFunctionServer(deps: HandlerDeps, options: { port: nu
         if (inFlight === 0) drained.splice(0).forEach((resolve) => resolve());
       });
   });
-  server.requestTimeout = deps.config.eventDeadlineMs + 10_000;
+  server.requestTimeout = Math.max(deps.config.eventDeadlineMs, deps.config.sweepDeadlineMs) + 10_000;
   server.headersTimeout = 10_000;
 
   async function serveEvent(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -80,7 +80,7 @@ export async function startFunctionServer(deps: HandlerDeps, options: { port: nu
     server,
     port,
     inFlight: () => inFlight,
-    async shutdown(graceMs = deps.config.eventDeadlineMs + 5_000) {
+    async shutdown(graceMs = Math.max(deps.config.eventDeadlineMs, deps.config.sweepDeadlineMs) + 5_000) {
       draining = true;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();

@@ -105,7 +105,7 @@ function samePodFact(a: PodFact, b: PodFact): boolean {
 }
 
 /** Services of an application decided per page on a driver event: at most this many writes between budget checks. */
-const APP_PAGE = 100;
+const APP_PAGE = 50;
 
 /**
  * Every Service of one application, page by page, decided afresh (a driver ended: finished

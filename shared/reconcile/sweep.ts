@@ -41,7 +41,7 @@ export async function sweep(ctx: ReconcileContext): Promise<EventResult> {
   const cursor = ctx.sweepCursor ?? new SweepCursor();
   const namespaces = ctx.config.namespaces;
   const started = Date.now();
-  const overBudget = (): boolean => Date.now() - started >= ctx.config.eventDeadlineMs / 2;
+  const overBudget = (): boolean => Date.now() - started >= ctx.config.sweepDeadlineMs / 2;
   const outcomes: ServiceOutcome[] = [];
   const startRound = cursor.rounds;
   let examined = 0;
