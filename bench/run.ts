@@ -4,16 +4,21 @@
  * .bench-results/bench.json so that runs can be compared. See docs/performance.md.
  *
  *   node bench/run.ts [--only overhead,lifecycle,burst,coldstart,memory] [--n 1000]
- *                     [--api-latency-ms 5] [--cold-runs 5] [--memory-events 10000]
+ *                     [--api-latency-ms 5] [--cold-runs 5] [--memory-events 10000] [--warmup 200]
  *                     [--profile] [--quick] [--out .bench-results/bench.json]
  *                     [--entry path/to/functions/executor-service/main.ts]  (e.g. another checkout)
+ *
+ * Everything a run writes goes into the folder of --out (created first): the JSON, the function's
+ * logs (function-*.log), CPU profiles (profiles/), the module inventory. The cold start's builds
+ * (dist/, bundle/, compile-cache/) always go to .bench-results/ in this checkout: the compiled
+ * files resolve their packages from its node_modules.
  *
  * Exit code 1 when an assertion fails (an update that changes nothing costing an API call, an
  * event not answered 200, a Service missing…); targets missed are reported, not failures.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { REPO_ROOT } from './lib/procs.ts';
 import { fmtMiB, fmtMs, fmtX, ratio, table } from './lib/stats.ts';
@@ -35,6 +40,7 @@ const { values } = parseArgs({
     'api-latency-ms': { type: 'string' },
     'cold-runs': { type: 'string' },
     'memory-events': { type: 'string' },
+    warmup: { type: 'string' },
     profile: { type: 'boolean', default: false },
     quick: { type: 'boolean', default: false },
     out: { type: 'string' },
@@ -44,7 +50,7 @@ const { values } = parseArgs({
   strict: true,
 });
 if (values.help) {
-  console.log('usage: node bench/run.ts [--only overhead,lifecycle,burst,coldstart,memory] [--n 1000] [--api-latency-ms 5] [--cold-runs 5] [--memory-events 10000] [--profile] [--quick] [--out FILE] [--entry MAIN_TS]');
+  console.log('usage: node bench/run.ts [--only overhead,lifecycle,burst,coldstart,memory] [--n 1000] [--api-latency-ms 5] [--cold-runs 5] [--memory-events 10000] [--warmup 200] [--profile] [--quick] [--out FILE] [--entry MAIN_TS]');
   process.exit(0);
 }
 const int = (text: string | undefined, fallback: number, name: string): number => {
@@ -61,7 +67,7 @@ const N = int(values.n, quick ? 200 : 1000, 'n');
 const API_LATENCY_MS = int(values['api-latency-ms'], 5, 'api-latency-ms');
 const COLD_RUNS = Math.max(1, int(values['cold-runs'], quick ? 3 : 5, 'cold-runs'));
 const MEMORY_EVENTS = int(values['memory-events'], quick ? 2000 : 10_000, 'memory-events');
-const WARMUP = quick ? 50 : 200;
+const WARMUP = int(values.warmup, quick ? 50 : 200, 'warmup');
 const only = new Set<Section>(
   values.only === undefined
     ? SECTIONS
@@ -74,9 +80,12 @@ const only = new Set<Section>(
         return name;
       }),
 );
-const OUT = values.out ?? join(REPO_ROOT, '.bench-results', 'bench.json');
+const OUT = resolve(values.out ?? join(REPO_ROOT, '.bench-results', 'bench.json'));
 const ENTRY = values.entry ?? join(REPO_ROOT, 'functions', 'executor-service', 'main.ts');
-const PROFILE_DIR = join(REPO_ROOT, '.bench-results', 'profiles');
+/** Where this run's files go; created before anything writes into it (a fresh clone has no .bench-results). */
+const RESULTS_DIR = dirname(OUT);
+const PROFILE_DIR = join(RESULTS_DIR, 'profiles');
+mkdirSync(RESULTS_DIR, { recursive: true });
 
 const log = (line: string): void => console.log(line);
 const failures: string[] = [];
@@ -107,7 +116,7 @@ function checkVariant(name: string, r: VariantResult, n: number): void {
   if (r.apiCalls['create'] !== n) failures.push(`${name}: ${r.apiCalls['create'] ?? 0} creates, expected ${n} (all API calls: ${JSON.stringify(r.apiCalls)})`);
 }
 async function pair(concurrency: number, n: number, apiLatencyMs: number, withReuse: boolean, profile: boolean): Promise<OverheadPair> {
-  const base: RunOptions = { n, concurrency, warmup: WARMUP, entry: ENTRY, apiLatencyMs, log };
+  const base: RunOptions = { n, concurrency, warmup: WARMUP, entry: ENTRY, apiLatencyMs, resultsDir: RESULTS_DIR, log };
   const label = `c=${concurrency}${apiLatencyMs > 0 ? `, +${apiLatencyMs} ms API latency` : ''}`;
   const floor = await runBareClient(base);
   checkVariant(`floor (${label})`, floor, n);
@@ -136,8 +145,8 @@ if (only.has('overhead')) {
 // ---- 2. lifecycle --------------------------------------------------------------------------
 let lifecycle: LifecycleResult | undefined;
 if (only.has('lifecycle')) {
-  log('2. API calls per executor lifecycle');
-  lifecycle = await runLifecycle({ entry: ENTRY, log });
+  log('2. API calls per executor lifecycle (events as Kubernetes emits them; one executor, and apps of 20 delivered in batch and paced)');
+  lifecycle = await runLifecycle({ entry: ENTRY, resultsDir: RESULTS_DIR, log });
   failures.push(...lifecycle.failures);
   log('');
 }
@@ -154,7 +163,7 @@ if (only.has('burst')) {
 let cold: ColdStartResult | undefined;
 if (only.has('coldstart')) {
   log(`4. Cold start: spawn → first event answered (median of ${COLD_RUNS})`);
-  cold = await runColdStart({ runs: COLD_RUNS, log });
+  cold = await runColdStart({ runs: COLD_RUNS, resultsDir: RESULTS_DIR, log });
   failures.push(...cold.failures);
   for (const v of cold.variants) log(`  ${v.name.padEnd(52)} listening ${v.medianListeningMs} ms, first answer ${v.medianFirstAnswerMs} ms${v.error === undefined ? '' : ` (${v.error})`}`);
   log('');
@@ -164,7 +173,7 @@ if (only.has('coldstart')) {
 let memory: MemoryResult | undefined;
 if (only.has('memory')) {
   log(`5. Memory: RSS over ${MEMORY_EVENTS} events`);
-  memory = await runMemory({ entry: ENTRY, events: MEMORY_EVENTS, log });
+  memory = await runMemory({ entry: ENTRY, events: MEMORY_EVENTS, resultsDir: RESULTS_DIR, log });
   failures.push(...memory.failures);
   log(`  heap after GC ${memory.samples.filter((s) => s.events % 5000 === 0 || s.events === 1000).map((s) => `${s.events / 1000}k: ${fmtMiB(s.heapUsedKiB)}`).join(', ')}`);
   log('');
@@ -175,6 +184,8 @@ const totalMs = performance.now() - t0;
 const loadAfter = os.loadavg();
 const ratioRows: string[][] = [];
 const meets = (x: number, target: number): string => (x <= target ? 'yes' : 'no');
+/** A call count or average: whole numbers as they are, averages to 2 decimals. */
+const fmtCalls = (x: number): string => (Number.isInteger(x) ? String(x) : x.toFixed(2));
 for (const p of overhead) {
   const label = `c=${p.concurrency}${p.apiLatencyMs > 0 ? `, +${p.apiLatencyMs} ms/API call` : ''}`;
   const r50 = ratio(p.fn.latency.p50Ms, p.floor.latency.p50Ms);
@@ -195,7 +206,16 @@ if (burst !== undefined) {
 }
 if (lifecycle !== undefined) {
   for (const s of lifecycle.scenarios) {
-    ratioRows.push([`API calls per lifecycle (${s.scenario})`, String(s.total), String(s.minimum), fmtX(s.total / s.minimum), '', '-']);
+    const perExecutor = s.perExecutor.total;
+    const resource = s.mode === 'resource';
+    ratioRows.push([
+      `API calls per executor lifecycle (${s.scenario})`,
+      fmtCalls(perExecutor),
+      resource ? `target ${lifecycle.target}` : '-',
+      resource ? fmtX(perExecutor / lifecycle.target) : '',
+      '',
+      resource ? meets(perExecutor, lifecycle.target) : '-',
+    ]);
   }
 }
 if (cold !== undefined) {
@@ -236,14 +256,48 @@ if (profiled !== undefined) {
   log(table(['function (self time)', 'ms', '%'], profiled.functions.map((g) => [g.fn, String(g.ms), String(g.share)])));
 }
 if (lifecycle !== undefined) {
-  log('\nAPI calls per step (emulator request log, by verb):');
+  const scenarios = lifecycle.scenarios;
+  // Step order of the scenario with the most steps (a one-executor app has no "later executors").
+  const longest = [...scenarios].sort((a, b) => b.steps.length - a.steps.length)[0];
+  const stepNames = [...new Set([...(longest?.steps ?? []), ...scenarios.flatMap((s) => s.steps)].map((st) => st.step))];
+  log('\nAPI calls per event, per step (emulator request log; a step of n events shows its total / n; the sweep: its calls in the scenario\'s namespace, all its events together):');
+  log(
+    table(
+      ['step', ...scenarios.map((s) => s.scenario)],
+      stepNames.map((name) => [
+        name,
+        ...scenarios.map((s) => {
+          const st = s.steps.find((x) => x.step === name);
+          if (st === undefined) return '-';
+          const per = st.total / st.events;
+          const check = st.mustBeZero ? (st.total === 0 ? ' ✓0' : ' FAILED') : '';
+          // The sweep's events are shared by every scenario: its whole step is shown.
+          if (st.part === 'cool-down end') return fmtCalls(st.total);
+          return `${fmtCalls(per)}${st.events > 1 ? ` (${st.total}/${st.events})` : ''}${check}`;
+        }),
+      ]),
+    ),
+  );
+  log('\nPer executor lifecycle (step totals / executors; ✓0 = asserted zero):');
+  log(
+    table(
+      ['scenario', 'add', 'updates', 'termination (3 events)', 'cool-down end (sweep)', 'driver (add, end)', 'total', `≤ ${lifecycle.target}`],
+      scenarios.map((s) => {
+        const p = s.perExecutor;
+        return [s.scenario, fmtCalls(p.add), fmtCalls(p.update), fmtCalls(p.termination), fmtCalls(p['cool-down end']), fmtCalls(p.driver), fmtCalls(p.total), s.mode === 'resource' ? meets(p.total, lifecycle.target) : '-'];
+      }),
+    ),
+  );
+  log('\nWhat the calls were, per step (totals; replies by type):');
   const rows: string[][] = [];
-  for (const s of lifecycle.scenarios) {
+  for (const s of scenarios) {
     for (const st of s.steps) {
-      rows.push([s.scenario, st.step, st.reply, Object.entries(st.calls).map(([v, n]) => `${n} ${v}`).join(', ') || '0', String(st.total), String(st.minimum), st.mustBeZero ? (st.total === 0 ? 'asserted 0: ok' : 'asserted 0: FAILED') : '']);
+      const calls = Object.entries(st.calls).map(([k, n]) => `${n} ${k}`).join(', ') || '0';
+      const replies = Object.entries(st.replies).map(([k, n]) => (st.events > 1 ? `${n} ${k}` : k)).join(', ');
+      rows.push([s.scenario, st.step, String(st.events), replies, calls, String(st.total)]);
     }
   }
-  log(table(['scenario', 'step', 'reply', 'calls', 'total', 'minimum', 'check'], rows));
+  log(table(['scenario', 'step', 'events', 'replies', 'calls', 'total'], rows));
 }
 if (cold !== undefined) {
   log('\nCold start (median; * = informational, not what the project ships):');
@@ -252,7 +306,7 @@ if (cold !== undefined) {
     log(`Loaded before the first answer (ts entry): ${cold.loaded.modules} module files, ${cold.loaded.kiB} KiB of source, ${cold.loaded.builtins} node builtins/bindings`);
     log(table(['package', 'modules', 'KiB'], cold.loaded.byPackage.slice(0, 12).map((p) => [p.package, String(p.modules), String(p.kiB)])));
   }
-  log(`Import time in a fresh process (median of 3): ${Object.entries(cold.importMs).map(([k, v]) => `${k} ${v} ms`).join(', ')}`);
+  log(`Import time in a fresh process (median of ${Math.min(3, COLD_RUNS)}): ${Object.entries(cold.importMs).map(([k, v]) => `${k} ${v} ms`).join(', ')}`);
 }
 if (memory !== undefined) {
   log(`\nMemory (function process; full GC through the inspector at each checkpoint, RSS from /proc; ${memory.events} events over ${memory.apps} apps × ${memory.executorsPerApp} executors; start ${fmtMiB(memory.startRssKiB)}):`);
@@ -275,7 +329,6 @@ const report = {
   memory,
   failures,
 };
-mkdirSync(dirname(OUT), { recursive: true });
 writeFileSync(OUT, `${JSON.stringify(report, null, 2)}\n`);
 log(`\nJSON: ${OUT}`);
 if (failures.length > 0) {

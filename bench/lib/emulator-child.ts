@@ -11,12 +11,26 @@ export type EmulatorCommand =
   | { readonly op: 'seed'; readonly objects: readonly object[] }
   | { readonly op: 'delete'; readonly resource: 'pods' | 'services'; readonly namespace: string; readonly name: string }
   | { readonly op: 'patch'; readonly resource: 'pods' | 'services'; readonly namespace: string; readonly name: string; readonly patch: object }
+  | { readonly op: 'get'; readonly resource: 'pods' | 'services'; readonly namespace: string; readonly name: string }
   | { readonly op: 'countByVerb'; readonly resource?: string }
+  /** The request log (emulator.requests) since the last reset, optionally of one namespace only. */
+  | { readonly op: 'requests'; readonly namespace?: string }
   | { readonly op: 'reset' }
   /** Every later API request is answered `ms` later: stands in for a real API server's latency. */
   | { readonly op: 'latency'; readonly ms: number }
   | { readonly op: 'countObjects'; readonly resource: 'pods' | 'services'; readonly namespace?: string; readonly labelSelector?: string }
   | { readonly op: 'stop' };
+
+/** One API request as the emulator logged it. */
+export interface LoggedRequest {
+  readonly verb: string;
+  readonly resource: string | undefined;
+  readonly namespace: string | undefined;
+  readonly name: string | undefined;
+  /** The raw query string (labelSelector, limit…). */
+  readonly query: string;
+  readonly status: number;
+}
 
 const kubeconfigPath = process.argv[2];
 if (kubeconfigPath === undefined || process.send === undefined) {
@@ -36,6 +50,12 @@ function run(command: EmulatorCommand): unknown {
       return null;
     case 'patch':
       return emulator.patchObject(command.resource, command.namespace, command.name, command.patch);
+    case 'get':
+      return emulator.getObject(command.resource, command.namespace, command.name) ?? null;
+    case 'requests':
+      return emulator.requests
+        .filter((r) => command.namespace === undefined || r.namespace === command.namespace)
+        .map((r): LoggedRequest => ({ verb: r.verb, resource: r.resource, namespace: r.namespace, name: r.name, query: r.query, status: r.status }));
     case 'countByVerb': {
       const counts: Record<string, number> = {};
       for (const r of emulator.requests) {

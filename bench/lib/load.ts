@@ -24,6 +24,23 @@ export function podRefEvent(verb: 'add' | 'update' | 'delete', namespace: string
   return binaryEvent(`dev.knative.apiserver.ref.${verb}`, namespace, name, { apiVersion: 'v1', kind: 'Pod', name, namespace });
 }
 
+/** A PingSource event (the periodic sweep), as knative/base/pingsource.yaml configures it. */
+export function pingEvent(): PreparedEvent {
+  const body = '{"action":"sweep"}';
+  return {
+    body,
+    headers: {
+      'content-type': 'application/json',
+      'content-length': String(Buffer.byteLength(body)),
+      'ce-specversion': '1.0',
+      'ce-id': `bench-${process.pid}-${++sequence}`,
+      'ce-type': 'dev.knative.sources.ping',
+      'ce-source': '/apis/v1/namespaces/bench/pingsources/sweep',
+      'ce-time': new Date().toISOString(),
+    },
+  };
+}
+
 /** A binary-mode CloudEvent as the ApiServerSource adapter sends it, serialized once up front. */
 function binaryEvent(type: string, namespace: string, name: string, data: unknown, extra: Record<string, string> = {}): PreparedEvent {
   const body = JSON.stringify(data);

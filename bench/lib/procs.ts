@@ -3,11 +3,11 @@
  * entry point. Every wait is bounded; every process started here is stopped here, by its pid.
  */
 import { type ChildProcess, fork, spawn } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { EmulatorCommand } from './emulator-child.ts';
+import type { EmulatorCommand, LoggedRequest } from './emulator-child.ts';
 import { freePort, waitForHttpOk } from '../../test/support/process.ts';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -16,6 +16,7 @@ const EMULATOR_CHILD = fileURLToPath(new URL('./emulator-child.ts', import.meta.
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 export { freePort };
+export type { LoggedRequest };
 
 /** Resident set size of a process, from /proc (Linux), in KiB; undefined when not readable. */
 export function rssKiB(pid: number): { rss: number; hwm: number } | undefined {
@@ -53,6 +54,8 @@ export interface EmulatorProcess {
   call<T = unknown>(command: EmulatorCommand): Promise<T>;
   seed<T extends object>(objects: readonly T[]): Promise<T[]>;
   countByVerb(resource?: string): Promise<Record<string, number>>;
+  /** The API requests logged since the last reset (emulator.requests), optionally of one namespace. */
+  requests(namespace?: string): Promise<LoggedRequest[]>;
   reset(): Promise<void>;
   countObjects(resource: 'pods' | 'services', namespace?: string, labelSelector?: string): Promise<number>;
   stop(): Promise<void>;
@@ -94,6 +97,7 @@ export async function startEmulatorProcess(): Promise<EmulatorProcess> {
     call,
     seed: <T extends object>(objects: readonly T[]) => call<T[]>({ op: 'seed', objects }),
     countByVerb: (resource) => call<Record<string, number>>({ op: 'countByVerb', ...(resource === undefined ? {} : { resource }) }),
+    requests: (namespace) => call<LoggedRequest[]>({ op: 'requests', ...(namespace === undefined ? {} : { namespace }) }),
     reset: () => call<void>({ op: 'reset' }),
     countObjects: (resource, namespace, labelSelector) =>
       call<number>({
@@ -134,6 +138,7 @@ export interface FunctionOptions {
 /** The function's real entry point as a child process, as the container runs it; resolves when ready. */
 export async function startFunctionProcess(options: FunctionOptions): Promise<FunctionProcess> {
   const port = await freePort();
+  if (options.logFile !== undefined) mkdirSync(dirname(options.logFile), { recursive: true });
   const logFd = options.logFile === undefined ? 'ignore' : openSync(options.logFile, 'w');
   const inspect = options.inspectPort === undefined ? [] : [`--inspect=127.0.0.1:${options.inspectPort}`];
   const child = spawn(process.execPath, [...inspect, ...(options.nodeArgs ?? []), options.entry], {

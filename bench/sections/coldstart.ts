@@ -56,10 +56,11 @@ export interface ColdStartResult {
   readonly failures: readonly string[];
 }
 
-const DIST = join(REPO_ROOT, '.bench-results', 'dist');
-const BUNDLE = join(REPO_ROOT, '.bench-results', 'bundle', 'main.mjs');
-const COMPILE_CACHE = join(REPO_ROOT, '.bench-results', 'compile-cache');
-const INVENTORY = join(REPO_ROOT, '.bench-results', 'module-inventory.json');
+/** Builds stay in this checkout whatever --out says: the compiled files resolve their packages from its node_modules. */
+const BUILD_DIR = join(REPO_ROOT, '.bench-results');
+const DIST = join(BUILD_DIR, 'dist');
+const BUNDLE = join(BUILD_DIR, 'bundle', 'main.mjs');
+const COMPILE_CACHE = join(BUILD_DIR, 'compile-cache');
 const NAMESPACE = 'bench';
 
 /** Compiles shared/ and functions/ exactly as `npm run build` does, into .bench-results/dist. */
@@ -78,7 +79,8 @@ function build(): ColdStartResult['build'] {
 /** Bundles exactly as `npm run bundle` (package.json) does, into .bench-results/bundle. */
 function bundle(): ColdStartResult['bundle'] {
   const started = performance.now();
-  rmSync(join(REPO_ROOT, '.bench-results', 'bundle'), { recursive: true, force: true });
+  rmSync(join(BUILD_DIR, 'bundle'), { recursive: true, force: true });
+  mkdirSync(join(BUILD_DIR, 'bundle'), { recursive: true });
   const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
   const script = pkg.scripts['bundle'] ?? '';
   if (!script.includes('--file dist/main.mjs')) return { ok: false, ms: 0, note: `unexpected bundle script: ${script}` };
@@ -142,9 +144,9 @@ function packageOf(url: string): string {
   return 'other';
 }
 
-function readInventory(): ColdStartResult['loaded'] {
-  if (!existsSync(INVENTORY)) return undefined;
-  const data = JSON.parse(readFileSync(INVENTORY, 'utf8')) as { modules: Array<{ url: string; bytes: number }>; builtins: number };
+function readInventory(inventory: string): ColdStartResult['loaded'] {
+  if (!existsSync(inventory)) return undefined;
+  const data = JSON.parse(readFileSync(inventory, 'utf8')) as { modules: Array<{ url: string; bytes: number }>; builtins: number };
   const files = data.modules.filter((m) => !m.url.startsWith('node:'));
   const byPackage = new Map<string, { modules: number; bytes: number }>();
   for (const m of files) {
@@ -171,8 +173,10 @@ function importMs(specifier: string): number {
   return Number(r.stdout);
 }
 
-export async function runColdStart(options: { runs: number; log: (line: string) => void }): Promise<ColdStartResult> {
+export async function runColdStart(options: { runs: number; resultsDir: string; log: (line: string) => void }): Promise<ColdStartResult> {
   const failures: string[] = [];
+  const inventory = join(options.resultsDir, 'module-inventory.json');
+  mkdirSync(BUILD_DIR, { recursive: true });
   const built = build();
   options.log(`  build into .bench-results/dist: ${built.ok ? 'ok' : 'FAILED'} in ${built.ms} ms${built.note === undefined ? '' : ` (${built.note})`}`);
   const bundled = bundle();
@@ -235,21 +239,23 @@ export async function runColdStart(options: { runs: number; log: (line: string) 
       });
     }
     // What the entry point loads before its first answer (one extra, untimed run with a load hook).
-    rmSync(INVENTORY, { force: true });
+    rmSync(inventory, { force: true });
     try {
-      await coldRun(variants[0]!, emulator, executors[next++]!, ['--import', pathToFileURL(join(REPO_ROOT, 'bench', 'lib', 'module-inventory.ts')).href], { MODULE_INVENTORY_OUT: INVENTORY });
+      await coldRun(variants[0]!, emulator, executors[next++]!, ['--import', pathToFileURL(join(REPO_ROOT, 'bench', 'lib', 'module-inventory.ts')).href], { MODULE_INVENTORY_OUT: inventory });
     } catch (error) {
       options.log(`  module inventory failed: ${error instanceof Error ? error.message : String(error)}`);
     }
   } finally {
     await emulator.stop();
   }
+  // Median of 3 fresh processes each (fewer when fewer cold runs were asked for).
+  const repeat = Array.from({ length: Math.min(3, options.runs) }, (_, i) => i);
   const imports: Record<string, number> = {};
   for (const specifier of ['@kubernetes/client-node', 'zod', 'cloudevents']) {
-    imports[specifier] = round(median([importMs(specifier), importMs(specifier), importMs(specifier)]), 0);
+    imports[specifier] = round(median(repeat.map(() => importMs(specifier))), 0);
   }
-  imports['(empty: node -e 0 startup)'] = round(median([0, 1, 2].map(() => timeEmpty())), 0);
-  return { build: built, bundle: bundled, variants: results, loaded: readInventory(), importMs: imports, failures };
+  imports['(empty: node -e 0 startup)'] = round(median(repeat.map(() => timeEmpty())), 0);
+  return { build: built, bundle: bundled, variants: results, loaded: readInventory(inventory), importMs: imports, failures };
 }
 
 function timeEmpty(): number {

@@ -1,99 +1,384 @@
 /**
- * Section 2: API calls per executor lifecycle, counted by the emulator per verb, step by step:
- * driver add → executor add → 3 updates that change nothing → 1 update that changes only
- * status and an unrelated annotation → executor delete → driver delete. The floor is one
- * create for the whole lifecycle (Kubernetes garbage collection removes the Service with its
- * driver). Updates that change nothing must cost zero calls: asserted, the bench fails if not.
+ * Section 2: API calls per executor lifecycle, with the events Kubernetes really emits for a
+ * Spark executor pod, counted step by step from the emulator's request log:
+ *
+ *   driver    add (Pending), update (Running)
+ *   executor  add (Pending: Spark creates it, the scheduler has not placed it yet)
+ *             update: scheduled (PodScheduled) → creating (ContainerCreating) → running (phase
+ *             Running, pod IP) → ready (Ready)           — each must cost 0 calls (asserted)
+ *             update: deletionTimestamp set, still Running (the driver deleted it) — 0 (asserted)
+ *             update: phase Failed (the kubelet stopped it: exit 143 on SIGTERM)
+ *             delete (the kubelet's final delete)
+ *   sweep     PingSource events once the cool-down is over, until one finishes its round: end it
+ *   driver    update: phase Succeeded (the application finished), delete
+ *
+ * Scenarios: one executor (the first of its app), and an app of 20 executors delivered two
+ * ways — batch (every pod of a step changes before the watch delivers the first event of that
+ * step, as when Spark creates a batch of executors) and paced (each pod changes just before its
+ * own event) — each in Resource and in Reference mode. Events are delivered one at a time, as
+ * an ApiServerSource does (its informer calls the handler for one event after another). Every
+ * scenario has its own namespace and app, all served by one function process; the same sweeps
+ * end every scenario's cool-downs and their calls are attributed by namespace.
+ *
+ * The emulator has no grace period: a finalizer stands in for the kubelet holding a deleted pod
+ * until its containers stop (delete → deletionTimestamp; phase Failed; finalizer removed → the
+ * pod goes). spec.nodeName cannot be set by an update (the scheduler uses pods/binding, which
+ * the emulator does not serve), so "scheduled" is the PodScheduled condition alone; the
+ * function reads neither.
  */
 import { join } from 'node:path';
-import { EventPoster, type PodBody, type PreparedEvent, appDriver, appExecutors, podEvent, podRefEvent } from '../lib/load.ts';
-import { REPO_ROOT, startEmulatorProcess, startFunctionProcess } from '../lib/procs.ts';
+import { EventPoster, type PodBody, type PreparedEvent, type Posted, appDriver, appExecutors, pingEvent, podEvent, podRefEvent } from '../lib/load.ts';
+import { type EmulatorProcess, type LoggedRequest, sleep, startEmulatorProcess, startFunctionProcess } from '../lib/procs.ts';
 
-export type Scenario = 'resource, opt-in on executor' | 'resource, opt-in on driver only' | 'reference mode';
+/** The issue's target for Resource mode: add, updates, delete, end of the cool-down; the driver read shared per application. */
+export const TARGET_CALLS_PER_LIFECYCLE = 5;
+/** Short, so that one wait ends every scenario's cool-down; long enough that no executor event arrives after it. */
+const COOLDOWN_SECONDS = 3;
+const APP_EXECUTORS = 20;
+/** Sweeps sent at most to finish one round (each works for half the event budget). */
+const MAX_SWEEPS = 50;
+const GRACEFUL = 'bench.spark-exec-svc/graceful-termination';
+
+export type Mode = 'resource' | 'reference';
+export type Delivery = 'batch' | 'paced';
+/** What a step is part of, for the per-lifecycle sum. */
+export type StepPart = 'driver' | 'add' | 'update' | 'termination' | 'cool-down end';
 
 export interface StepResult {
   readonly step: string;
-  readonly reply: string;
-  /** API requests by verb (get, list, create, patch, delete). */
+  readonly part: StepPart;
+  /** Events delivered in this step (the sweep: 1, shared by every scenario). */
+  readonly events: number;
+  /** Reply types (without the spark-exec-svc. prefix) and how many. */
+  readonly replies: Record<string, number>;
+  /** API requests in this scenario's namespace during the step, by kind (see callKind). */
   readonly calls: Record<string, number>;
   readonly total: number;
-  readonly minimum: number;
-  /** Must be zero (asserted). */
+  /** Must be zero (asserted: the bench fails otherwise). */
   readonly mustBeZero: boolean;
 }
 
 export interface ScenarioResult {
-  readonly scenario: Scenario;
+  readonly scenario: string;
+  readonly mode: Mode;
+  readonly delivery: Delivery;
+  readonly executors: number;
+  readonly namespace: string;
   readonly steps: readonly StepResult[];
-  readonly total: number;
-  readonly minimum: number;
+  /** Calls per executor, by part (step totals divided by the number of executors). */
+  readonly perExecutor: Readonly<Record<StepPart, number>> & { readonly total: number };
 }
 
 export interface LifecycleResult {
+  readonly target: number;
+  readonly cooldownSeconds: number;
   readonly scenarios: readonly ScenarioResult[];
   readonly failures: readonly string[];
 }
 
-const NAMESPACE = 'bench';
+interface Plan {
+  readonly scenario: string;
+  readonly mode: Mode;
+  readonly delivery: Delivery;
+  readonly executors: number;
+  readonly namespace: string;
+  readonly seed: number;
+}
 
-export async function runLifecycle(options: { entry: string; log: (line: string) => void }): Promise<LifecycleResult> {
+const PLANS: readonly Plan[] = [
+  { scenario: 'resource, 1 executor', mode: 'resource', delivery: 'batch', executors: 1, namespace: 'lc-res-1', seed: 201 },
+  { scenario: `resource, app of ${APP_EXECUTORS}, batch`, mode: 'resource', delivery: 'batch', executors: APP_EXECUTORS, namespace: 'lc-res-batch', seed: 202 },
+  { scenario: `resource, app of ${APP_EXECUTORS}, paced`, mode: 'resource', delivery: 'paced', executors: APP_EXECUTORS, namespace: 'lc-res-paced', seed: 203 },
+  { scenario: 'reference, 1 executor', mode: 'reference', delivery: 'batch', executors: 1, namespace: 'lc-ref-1', seed: 204 },
+  { scenario: `reference, app of ${APP_EXECUTORS}, batch`, mode: 'reference', delivery: 'batch', executors: APP_EXECUTORS, namespace: 'lc-ref-batch', seed: 205 },
+  { scenario: `reference, app of ${APP_EXECUTORS}, paced`, mode: 'reference', delivery: 'paced', executors: APP_EXECUTORS, namespace: 'lc-ref-paced', seed: 206 },
+];
+
+/** What one API request was for, from its verb, resource, name and label selector. */
+export function callKind(r: LoggedRequest, driverName: string): string {
+  const selector = new URLSearchParams(r.query).get('labelSelector') ?? '';
+  const what = `${r.verb} ${r.resource ?? '?'}`;
+  switch (what) {
+    case 'get pods':
+      return r.name === driverName ? 'get driver' : 'get pod';
+    case 'list pods':
+      return selector.includes('spark-exec-id in') ? 'list pods (exec ids)' : 'list pods (namespace)';
+    case 'list services':
+      return selector.includes('spark-app-selector') ? 'list svc (app)' : 'list svc (namespace)';
+    case 'create services':
+      return 'create svc';
+    case 'patch services':
+      return 'patch svc';
+    case 'delete services':
+      return 'delete svc';
+    default:
+      return what;
+  }
+}
+
+const iso = (): string => new Date().toISOString();
+const condition = (type: string, status: 'True' | 'False') => ({ type, status, lastTransitionTime: iso() });
+const CONTAINER = { name: 'spark-kubernetes-executor', image: 'apache/spark:4.0.0', imageID: '', restartCount: 0 };
+
+/** A pod change in the emulator (not an API request: not counted) and the pod as the watch then shows it. */
+type Change = (emulator: EmulatorProcess, namespace: string, name: string, index: number) => Promise<PodBody>;
+
+const patch =
+  (body: (index: number) => object): Change =>
+  (emulator, namespace, name, index) =>
+    emulator.call<PodBody>({ op: 'patch', resource: 'pods', namespace, name, patch: body(index) });
+
+const EXECUTOR_UPDATES: ReadonlyArray<{ readonly step: string; readonly change: Change }> = [
+  { step: 'update: scheduled (PodScheduled)', change: patch(() => ({ status: { conditions: [condition('PodScheduled', 'True')] } })) },
+  {
+    step: 'update: creating (ContainerCreating)',
+    change: patch(() => ({
+      status: {
+        hostIP: '10.0.0.11',
+        conditions: [condition('PodScheduled', 'True'), condition('Initialized', 'True'), condition('ContainersReady', 'False'), condition('Ready', 'False')],
+        containerStatuses: [{ ...CONTAINER, ready: false, started: false, state: { waiting: { reason: 'ContainerCreating' } } }],
+      },
+    })),
+  },
+  {
+    step: 'update: running (phase Running, pod IP)',
+    change: patch((i) => ({
+      status: {
+        phase: 'Running',
+        podIP: `10.244.1.${10 + i}`,
+        podIPs: [{ ip: `10.244.1.${10 + i}` }],
+        startTime: iso(),
+        containerStatuses: [{ ...CONTAINER, ready: false, started: true, state: { running: { startedAt: iso() } } }],
+      },
+    })),
+  },
+  {
+    step: 'update: ready (Ready)',
+    change: patch(() => ({
+      status: {
+        conditions: [condition('PodScheduled', 'True'), condition('Initialized', 'True'), condition('ContainersReady', 'True'), condition('Ready', 'True')],
+        containerStatuses: [{ ...CONTAINER, ready: true, started: true, state: { running: { startedAt: iso() } } }],
+      },
+    })),
+  },
+];
+
+const terminating: Change = async (emulator, namespace, name) => {
+  await emulator.call({ op: 'delete', resource: 'pods', namespace, name }); // held by the finalizer: deletionTimestamp set
+  return emulator.call<PodBody>({ op: 'get', resource: 'pods', namespace, name });
+};
+const failed: Change = patch(() => ({
+  status: {
+    phase: 'Failed',
+    conditions: [condition('PodScheduled', 'True'), condition('Initialized', 'True'), condition('ContainersReady', 'False'), condition('Ready', 'False')],
+    containerStatuses: [{ ...CONTAINER, ready: false, started: false, state: { terminated: { exitCode: 143, reason: 'Error', startedAt: iso(), finishedAt: iso() } } }],
+  },
+}));
+/** The last finalizer removed: the pod goes; the delete event carries its last state. */
+const removed: Change = async (emulator, namespace, name) => {
+  const last = await emulator.call<PodBody>({ op: 'get', resource: 'pods', namespace, name });
+  await emulator.call({ op: 'patch', resource: 'pods', namespace, name, patch: { metadata: { finalizers: null } } });
+  const still = await emulator.call<PodBody | null>({ op: 'get', resource: 'pods', namespace, name });
+  if (still !== null) throw new Error(`pod ${namespace}/${name} still exists after its finalizer was removed`);
+  return last;
+};
+
+const replyType = (answer: Posted): string => (answer.status === 200 ? (answer.type ?? '?').replace(/^spark-exec-svc\./, '') : `HTTP ${answer.status}`);
+
+class ScenarioRun {
+  readonly steps: StepResult[] = [];
+  driver: PodBody | undefined;
+  readonly executors: string[] = [];
+  /** When the last executor was marked gone (epoch ms): the cool-down ends COOLDOWN_SECONDS later. */
+  lastMarkAt = 0;
+
+  readonly plan: Plan;
+  private readonly emulator: EmulatorProcess;
+  private readonly poster: EventPoster;
+  private readonly failures: string[];
+
+  constructor(plan: Plan, emulator: EmulatorProcess, poster: EventPoster, failures: string[]) {
+    this.plan = plan;
+    this.emulator = emulator;
+    this.poster = poster;
+    this.failures = failures;
+  }
+
+  private event(verb: 'add' | 'update' | 'delete', pod: PodBody): PreparedEvent {
+    return this.plan.mode === 'reference' ? podRefEvent(verb, pod.metadata.namespace, pod.metadata.name) : podEvent(verb, pod);
+  }
+
+  private async post(event: PreparedEvent, replies: Record<string, number>, step: string): Promise<Posted> {
+    const answer = await this.poster.post(event);
+    const type = replyType(answer);
+    replies[type] = (replies[type] ?? 0) + 1;
+    if (answer.status !== 200) this.failures.push(`lifecycle [${this.plan.scenario}] ${step}: answered ${answer.status} ${answer.body.slice(0, 200)}`);
+    return answer;
+  }
+
+  /** Resets the request log, runs `deliver`, and records the calls made in this scenario's namespace. */
+  async account(step: string, part: StepPart, mustBeZero: boolean, deliver: (replies: Record<string, number>) => Promise<number>): Promise<StepResult> {
+    await this.emulator.reset();
+    const replies: Record<string, number> = {};
+    const events = await deliver(replies);
+    return this.record(step, part, mustBeZero, events, replies, await this.emulator.requests(this.plan.namespace));
+  }
+
+  record(step: string, part: StepPart, mustBeZero: boolean, events: number, replies: Record<string, number>, requests: readonly LoggedRequest[]): StepResult {
+    const calls: Record<string, number> = {};
+    for (const r of requests) {
+      const kind = callKind(r, this.driver?.metadata.name ?? '');
+      calls[kind] = (calls[kind] ?? 0) + 1;
+    }
+    const result: StepResult = { step, part, events, replies, calls, total: requests.length, mustBeZero };
+    this.steps.push(result);
+    if (mustBeZero && result.total !== 0) {
+      this.failures.push(`lifecycle [${this.plan.scenario}] ${step}: an update that changes nothing the function reads cost ${result.total} API call(s) ${JSON.stringify(calls)} — must be 0`);
+    }
+    return result;
+  }
+
+  /**
+   * One kind of change to every executor, and its events: batch = every pod changes, then the
+   * events are delivered; paced = each pod changes just before its event. Each of `parts` is
+   * accounted as a step of its own (the app's first add, then the later ones).
+   */
+  async executorStep(change: Change, verb: 'add' | 'update' | 'delete', parts: ReadonlyArray<{ step: string; count: number }>, part: StepPart, mustBeZero: boolean): Promise<StepResult[]> {
+    const { namespace } = this.plan;
+    const snapshots: PodBody[] = [];
+    if (this.plan.delivery === 'batch') for (const [i, name] of this.executors.entries()) snapshots[i] = await change(this.emulator, namespace, name, i);
+    const results: StepResult[] = [];
+    let next = 0;
+    for (const { step, count } of parts) {
+      if (count === 0) continue;
+      const from = next;
+      next += count;
+      results.push(
+        await this.account(step, part, mustBeZero, async (replies) => {
+          for (let i = from; i < from + count; i++) {
+            const pod = this.plan.delivery === 'batch' ? snapshots[i]! : await change(this.emulator, namespace, this.executors[i]!, i);
+            await this.post(this.event(verb, pod), replies, step);
+          }
+          return count;
+        }),
+      );
+    }
+    return results;
+  }
+
+  /** Driver start, the executors' adds, updates and termination. */
+  async untilCooldown(): Promise<void> {
+    const { namespace, seed, executors: n, scenario } = this.plan;
+    const one = (step: string) => [{ step, count: n }];
+    // The driver: created Pending, then running; Spark asks for executors once it runs.
+    await this.account('driver: add, update Running', 'driver', this.plan.mode === 'resource', async (replies) => {
+      const [seeded] = await this.emulator.seed([{ ...appDriver(namespace, seed), status: { phase: 'Pending' } }]);
+      this.driver = seeded!;
+      await this.post(this.event('add', this.driver), replies, 'driver add');
+      this.driver = await this.emulator.call<PodBody>({ op: 'patch', resource: 'pods', namespace, name: this.driver.metadata.name, patch: { status: { phase: 'Running', podIP: '10.244.0.5' } } });
+      await this.post(this.event('update', this.driver), replies, 'driver update');
+      return 2;
+    });
+    const bodies = appExecutors(this.driver!, n).map((pod) => {
+      const metadata = { ...pod.metadata, finalizers: [GRACEFUL] } as PodBody['metadata'];
+      return { ...pod, metadata, status: { phase: 'Pending' } } as PodBody;
+    });
+    this.executors.push(...bodies.map((b) => b.metadata.name));
+    const seedOne: Change = async (emulator, _ns, _name, i) => (await emulator.seed([bodies[i]!]))[0]!;
+    const adds = await this.executorStep(seedOne, 'add', [
+      { step: 'add: first executor of the app', count: 1 },
+      { step: 'add: later executors of the app', count: n - 1 },
+    ], 'add', false);
+    for (const a of adds) if (a.replies['service.created'] !== a.events) this.failures.push(`lifecycle [${scenario}] ${a.step}: replies ${JSON.stringify(a.replies)}, expected service.created for each`);
+    for (const u of EXECUTOR_UPDATES) await this.executorStep(u.change, 'update', one(u.step), 'update', this.plan.mode === 'resource');
+    // A pod being deleted still runs: nothing the rules read changed (asserted 0 in Resource mode too).
+    await this.executorStep(terminating, 'update', one('update: deletionTimestamp set (still Running)'), 'termination', this.plan.mode === 'resource');
+    const [marked] = await this.executorStep(failed, 'update', one('update: phase Failed'), 'termination', false);
+    this.lastMarkAt = Date.now();
+    if (marked!.replies['service.marked-gone'] !== n) this.failures.push(`lifecycle [${scenario}] update: phase Failed: replies ${JSON.stringify(marked!.replies)}, expected service.marked-gone for each`);
+    const [deleted] = await this.executorStep(removed, 'delete', one('delete'), 'termination', false);
+    if ((deleted!.replies['service.deleted'] ?? 0) > 0) {
+      this.failures.push(`lifecycle [${scenario}] delete: ${deleted!.replies['service.deleted']} executor delete event(s) ended a cool-down (COOLDOWN_SECONDS=${COOLDOWN_SECONDS}); only the sweep should`);
+    }
+    const left = await this.emulator.countObjects('services', namespace);
+    if (left !== n) this.failures.push(`lifecycle [${scenario}]: ${left} Service(s) exist during the cool-down, expected ${n}`);
+  }
+
+  /** The application ends: its driver finishes, then is deleted. */
+  async driverEnd(): Promise<void> {
+    const { namespace, scenario } = this.plan;
+    const name = this.driver!.metadata.name;
+    await this.account('driver: update Succeeded', 'driver', false, async (replies) => {
+      const pod = await this.emulator.call<PodBody>({ op: 'patch', resource: 'pods', namespace, name, patch: { status: { phase: 'Succeeded' } } });
+      await this.post(this.event('update', pod), replies, 'driver update Succeeded');
+      return 1;
+    });
+    await this.account('driver: delete', 'driver', false, async (replies) => {
+      const last = await this.emulator.call<PodBody>({ op: 'get', resource: 'pods', namespace, name });
+      await this.emulator.call({ op: 'delete', resource: 'pods', namespace, name });
+      await this.post(this.event('delete', last), replies, 'driver delete');
+      return 1;
+    });
+    const left = await this.emulator.countObjects('services', namespace);
+    if (left !== 0) this.failures.push(`lifecycle [${scenario}]: ${left} Service(s) left after the driver was deleted`);
+  }
+
+  result(): ScenarioResult {
+    const n = this.plan.executors;
+    const sum = (part: StepPart): number => this.steps.filter((s) => s.part === part).reduce((a, s) => a + s.total, 0) / n;
+    const parts = { driver: sum('driver'), add: sum('add'), update: sum('update'), termination: sum('termination'), 'cool-down end': sum('cool-down end') };
+    const total = Object.values(parts).reduce((a, b) => a + b, 0);
+    const { scenario, mode, delivery, executors, namespace } = this.plan;
+    return { scenario, mode, delivery, executors, namespace, steps: this.steps, perExecutor: { ...parts, total } };
+  }
+}
+
+export async function runLifecycle(options: { entry: string; resultsDir: string; log: (line: string) => void }): Promise<LifecycleResult> {
   const emulator = await startEmulatorProcess();
   const failures: string[] = [];
-  const scenarios: ScenarioResult[] = [];
+  const runs: ScenarioRun[] = [];
   try {
-    const fn = await startFunctionProcess({ entry: options.entry, kubeconfig: emulator.kubeconfig, logFile: join(REPO_ROOT, '.bench-results', 'function-lifecycle.log') });
+    const fn = await startFunctionProcess({
+      entry: options.entry,
+      kubeconfig: emulator.kubeconfig,
+      logFile: join(options.resultsDir, 'function-lifecycle.log'),
+      env: { WATCH_NAMESPACES: PLANS.map((p) => p.namespace).join(','), COOLDOWN_SECONDS: String(COOLDOWN_SECONDS) },
+    });
     const poster = new EventPoster(fn.url, 1);
     try {
-      const plan: ReadonlyArray<{ scenario: Scenario; executorOptIn: boolean; ref: boolean }> = [
-        { scenario: 'resource, opt-in on executor', executorOptIn: true, ref: false },
-        { scenario: 'resource, opt-in on driver only', executorOptIn: false, ref: false },
-        { scenario: 'reference mode', executorOptIn: true, ref: true },
-      ];
-      let seed = 100;
-      for (const { scenario, executorOptIn, ref } of plan) {
-        const [driver] = await emulator.seed([appDriver(NAMESPACE, seed++)]);
-        const [executor] = await emulator.seed(appExecutors(driver!, 1, { optIn: executorOptIn }));
-        const ev = (verb: 'add' | 'update' | 'delete', pod: PodBody): PreparedEvent =>
-          ref ? podRefEvent(verb, pod.metadata.namespace, pod.metadata.name) : podEvent(verb, pod);
-        const steps: StepResult[] = [];
-        const step = async (name: string, event: PreparedEvent, minimum: number, mustBeZero: boolean, before?: () => Promise<unknown>): Promise<void> => {
-          if (before !== undefined) await before();
-          await emulator.reset();
-          const answer = await poster.post(event);
-          const counts = await emulator.countByVerb();
-          const calls = Object.fromEntries(Object.entries(counts).filter(([, n]) => n > 0));
-          const total = Object.values(calls).reduce((a, b) => a + b, 0);
-          const reply = answer.status === 200 ? (answer.type ?? '?').replace(/^spark-exec-svc\./, '') : `HTTP ${answer.status}`;
-          steps.push({ step: name, reply, calls, total, minimum, mustBeZero });
-          if (answer.status !== 200) failures.push(`lifecycle [${scenario}] ${name}: answered ${answer.status} ${answer.body.slice(0, 200)}`);
-          if (mustBeZero && total !== 0) {
-            failures.push(`lifecycle [${scenario}] ${name}: an update that changes nothing cost ${total} API call(s) ${JSON.stringify(calls)} — must be 0`);
-          }
-        };
-        const unchanged = !ref; // Reference mode must read the pod to know that nothing changed.
-        await step('driver add', ev('add', driver!), 0, false);
-        await step('executor add', ev('add', executor!), 1, false);
-        // What an ApiServerSource delivers for an update: the new object; nothing we read changed.
-        const rv0 = Number((executor!.metadata as { resourceVersion?: string }).resourceVersion ?? '1');
-        const resourceVersion = (n: number): PodBody => ({ ...executor!, metadata: { ...executor!.metadata, resourceVersion: String(rv0 + n) } as PodBody['metadata'] });
-        for (let i = 1; i <= 3; i++) await step(`executor update ${i}/3 (nothing changed)`, ev('update', resourceVersion(i)), 0, unchanged);
-        const irrelevant: PodBody = {
-          ...executor!,
-          metadata: { ...executor!.metadata, resourceVersion: String(rv0 + 4), annotations: { ...executor!.metadata.annotations, 'example.com/last-heartbeat': new Date().toISOString() } } as PodBody['metadata'],
-          status: { ...executor!.status, phase: 'Running', podIP: '10.244.1.8' },
-        };
-        await step('executor update (status + unrelated annotation)', ev('update', irrelevant), 0, unchanged, () =>
-          emulator.call({ op: 'patch', resource: 'pods', namespace: NAMESPACE, name: executor!.metadata.name, patch: { metadata: { annotations: irrelevant.metadata.annotations }, status: irrelevant.status } }),
-        );
-        await step('executor delete', ev('delete', executor!), 0, false, () => emulator.call({ op: 'delete', resource: 'pods', namespace: NAMESPACE, name: executor!.metadata.name }));
-        await step('driver delete', ev('delete', driver!), 0, false, () => emulator.call({ op: 'delete', resource: 'pods', namespace: NAMESPACE, name: driver!.metadata.name }));
-        const left = await emulator.countObjects('services', NAMESPACE, `spark-app-selector=${driver!.metadata.labels['spark-app-selector']}`);
-        if (left !== 0) failures.push(`lifecycle [${scenario}]: ${left} Service(s) left after the driver was deleted`);
-        const created = steps.find((s) => s.step === 'executor add');
-        if (created?.reply !== 'service.created') failures.push(`lifecycle [${scenario}]: executor add answered ${created?.reply}, expected service.created`);
-        scenarios.push({ scenario, steps, total: steps.reduce((a, s) => a + s.total, 0), minimum: steps.reduce((a, s) => a + s.minimum, 0) });
-        options.log(`  lifecycle [${scenario}]: ${steps.map((s) => s.total).join(' + ')} = ${steps.reduce((a, s) => a + s.total, 0)} API calls`);
+      for (const plan of PLANS) {
+        const run = new ScenarioRun(plan, emulator, poster, failures);
+        runs.push(run);
+        await run.untilCooldown();
       }
+      // The sweep once every cool-down is over. One PingSource event works for half the event
+      // budget (EVENT_DEADLINE_MS) and the next goes on from there: sweeps are sent until one
+      // finishes its round over every namespace, as the following scheduled ones would. Their
+      // calls are counted per namespace.
+      const wait = Math.max(...runs.map((r) => r.lastMarkAt)) + COOLDOWN_SECONDS * 1000 + 250 - Date.now();
+      if (wait > 0) await sleep(wait);
+      await emulator.reset();
+      const sweepReplies: Record<string, number> = {};
+      let sweeps = 0;
+      for (let done = false; !done && sweeps < MAX_SWEEPS; ) {
+        const answer = await poster.post(pingEvent());
+        sweeps++;
+        const type = replyType(answer);
+        sweepReplies[type] = (sweepReplies[type] ?? 0) + 1;
+        if (answer.status !== 200) failures.push(`lifecycle: sweep ${sweeps} answered ${answer.status} ${answer.body.slice(0, 200)}`);
+        done = answer.status === 200 && !answer.body.includes('the next sweep goes on');
+      }
+      if (sweepReplies['swept'] === undefined || sweeps === MAX_SWEEPS) failures.push(`lifecycle: ${sweeps} sweeps did not finish one round over the scenarios' namespaces`);
+      const requests = await emulator.requests();
+      for (const run of runs) {
+        const mine = requests.filter((r) => r.namespace === run.plan.namespace);
+        run.record(`sweep: cool-down over (PingSource events for all: ${sweeps})`, 'cool-down end', false, sweeps, sweepReplies, mine);
+        const left = await emulator.countObjects('services', run.plan.namespace);
+        if (left !== 0) failures.push(`lifecycle [${run.plan.scenario}]: ${left} Service(s) left after the sweep, expected their cool-down to be over`);
+      }
+      const elsewhere = requests.filter((r) => !runs.some((run) => run.plan.namespace === r.namespace));
+      if (elsewhere.length > 0) failures.push(`lifecycle: the sweep made ${elsewhere.length} request(s) outside the scenarios' namespaces`);
+      for (const run of runs) await run.driverEnd();
     } finally {
       poster.close();
       await fn.stop();
@@ -101,5 +386,13 @@ export async function runLifecycle(options: { entry: string; log: (line: string)
   } finally {
     await emulator.stop();
   }
-  return { scenarios, failures };
+  const scenarios = runs.map((r) => r.result());
+  for (const s of scenarios) {
+    const p = s.perExecutor;
+    const f = (x: number): string => String(Math.round(x * 100) / 100);
+    options.log(
+      `  ${s.scenario.padEnd(30)} per executor: add ${f(p.add)} + updates ${f(p.update)} + termination ${f(p.termination)} + cool-down end ${f(p['cool-down end'])} + driver ${f(p.driver)} = ${f(p.total)} API calls${s.mode === 'resource' ? ` (target ≤ ${TARGET_CALLS_PER_LIFECYCLE})` : ''}`,
+    );
+  }
+  return { target: TARGET_CALLS_PER_LIFECYCLE, cooldownSeconds: COOLDOWN_SECONDS, scenarios, failures };
 }

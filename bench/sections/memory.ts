@@ -14,7 +14,7 @@ import { Pod } from '../../shared/k8s-objects.ts';
 import { sparkAppId } from '../../test/support/spark-pods.ts';
 import { EventPoster, type PodBody, type PreparedEvent, appDriver, appExecutors, podEvent } from '../lib/load.ts';
 import { connectInspector } from '../lib/inspector.ts';
-import { REPO_ROOT, freePort, rssKiB, startEmulatorProcess, startFunctionProcess } from '../lib/procs.ts';
+import { freePort, rssKiB, startEmulatorProcess, startFunctionProcess } from '../lib/procs.ts';
 import { round } from '../lib/stats.ts';
 
 export interface MemorySample {
@@ -64,7 +64,7 @@ function appEvents(driver: PodBody, executors: readonly PodBody[]): Array<{ even
   return out;
 }
 
-export async function runMemory(options: { entry: string; events: number; log: (line: string) => void }): Promise<MemoryResult> {
+export async function runMemory(options: { entry: string; events: number; resultsDir: string; log: (line: string) => void }): Promise<MemoryResult> {
   const failures: string[] = [];
   const emulator = await startEmulatorProcess();
   const samples: MemorySample[] = [];
@@ -72,7 +72,7 @@ export async function runMemory(options: { entry: string; events: number; log: (
   let apps = 0;
   try {
     const inspectPort = await freePort();
-    const fn = await startFunctionProcess({ entry: options.entry, kubeconfig: emulator.kubeconfig, logFile: join(REPO_ROOT, '.bench-results', 'function-memory.log'), inspectPort });
+    const fn = await startFunctionProcess({ entry: options.entry, kubeconfig: emulator.kubeconfig, logFile: join(options.resultsDir, 'function-memory.log'), inspectPort });
     const poster = new EventPoster(fn.url, LANES);
     const inspector = await connectInspector(inspectPort);
     // Checkpoints run between events: lanes wait while one is taken.

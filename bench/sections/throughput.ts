@@ -12,7 +12,7 @@ import * as k8s from '@kubernetes/client-node';
 import { desiredExecutorService } from '../../shared/service-spec.ts';
 import { monotonicUs, summarizeProfile, type ProfileSummary } from '../lib/cpuprofile.ts';
 import { type PodBody, EventPoster, appDriver, appExecutors, podEvent, pool } from '../lib/load.ts';
-import { REPO_ROOT, cpuMs, openSockets, ownCpuMs, startEmulatorProcess, startFunctionProcess, type EmulatorProcess } from '../lib/procs.ts';
+import { cpuMs, openSockets, ownCpuMs, startEmulatorProcess, startFunctionProcess, type EmulatorProcess } from '../lib/procs.ts';
 import { type Latency, latency, round } from '../lib/stats.ts';
 
 export const NAMESPACE = 'bench';
@@ -43,6 +43,8 @@ export interface RunOptions {
   readonly apiLatencyMs?: number;
   /** Floor only: send every request through one undici dispatcher (what CoreV1KubeClient does). */
   readonly reuseConnections?: boolean;
+  /** Where the function's log goes (function-<tag>.log). */
+  readonly resultsDir: string;
   /** Write a CPU profile of the function process and summarize it. */
   readonly profileDir?: string | undefined;
   readonly log: (line: string) => void;
@@ -132,7 +134,7 @@ export async function runFunction(options: RunOptions): Promise<VariantResult> {
       entry: options.entry,
       kubeconfig: emulator.kubeconfig,
       nodeArgs,
-      logFile: join(REPO_ROOT, '.bench-results', `function-${tag}.log`),
+      logFile: join(options.resultsDir, `function-${tag}.log`),
     });
     const poster = new EventPoster(fn.url, options.concurrency);
     try {
