@@ -3,7 +3,8 @@
  * permitted): host loopback only (127.0.0.1), no firewall rules.
  *   (a) drop   -> a listener whose accept queue is full (see blocked-listener.ts): Linux
  *                 silently drops the SYN, so the connect hangs until the client's timeout.
- *   (b) reject -> cannot be reproduced without a firewall rule: SKIPPED (said so plainly).
+ *   (b) reject -> cannot be reproduced without a firewall rule: SKIPPED (said so plainly), and
+ *                 so are the Spark rows for the executor's Service.
  *   (c) closed -> a port that was just bound and released: RST.
  *   (d) live   -> a listener inside the client.
  */
@@ -82,12 +83,14 @@ async function releasedPort(): Promise<number> {
 export async function setupLoopback(opts: {
   peers: number;
   timeoutMs: number;
+  /** How much longer the blocked listener must stay blocked (the Spark scenarios run after the cases). */
+  extraHoldMs?: number;
   cleanup: CleanupStack;
   log: (line: string) => void;
 }): Promise<LoopbackEnv> {
   const { peers, timeoutMs, cleanup } = opts;
   const notes: string[] = [];
-  const holdMs = peers * (timeoutMs + 1000) * 2 + 20_000;
+  const holdMs = peers * (timeoutMs + 1000) * 2 + (opts.extraHoldMs ?? 0) + 20_000;
   const port = await startBlockedListener(holdMs, cleanup);
   // Fill the accept queue of the blocked listener until a SYN goes unanswered.
   const fillers: net.Socket[] = [];

@@ -3,9 +3,6 @@ import type { Attempt, CaseId } from './types.ts';
 
 /** Spark's connection timeout by default: spark.network.timeout = 120 s. */
 export const SPARK_CONNECT_TIMEOUT_MS = 120_000;
-/** Spark defaults used by the (clearly labelled, not measured) retry model. */
-export const SPARK_MAX_RETRIES = 3; // spark.shuffle.io.maxRetries
-export const SPARK_RETRY_WAIT_MS = 5_000; // spark.shuffle.io.retryWait
 
 export const CASE_INFO: Record<CaseId, { title: string; standsFor: string; timeoutBound: boolean }> = {
   drop: {
@@ -131,27 +128,4 @@ export function describeCodes(s: CaseSummary): string {
       return n === s.peers ? name : `${name} x${n}`;
     })
     .join(', ');
-}
-
-export function renderTable(rows: CaseSummary[]): string {
-  const header = ['case', 'peers', 'timeout', 'per-peer p50', 'total', 'projected total @120 s timeout', 'error code seen'];
-  const body = rows.map((s) => [
-    s.title,
-    String(s.peers),
-    `${s.timeoutMs} ms`,
-    formatMs(s.p50Ms),
-    formatMs(s.totalMs),
-    s.skipped !== undefined
-      ? `skipped: ${s.skipped}`
-      : `${formatMs(s.projectedTotalMs)}${s.timeoutBound ? `, scaled x${+(SPARK_CONNECT_TIMEOUT_MS / s.timeoutMs).toFixed(2)}` : ' (= measured, T-independent)'}`,
-    describeCodes(s),
-  ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]): string => `| ${cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join(' | ')} |`;
-  return [line(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...body.map(line)].join('\n');
-}
-
-/** Model, NOT measured: Spark retries a failed fetch maxRetries times, waiting retryWait between tries. */
-export function sparkRetryModelMs(perConnectMs: number): number {
-  return (SPARK_MAX_RETRIES + 1) * perConnectMs + SPARK_MAX_RETRIES * SPARK_RETRY_WAIT_MS;
 }
