@@ -35,6 +35,9 @@ export function resolveBlockManagerPort(pod: Pod, defaultPort: number | undefine
     return { ok: true, port, source: 'annotation' };
   }
   const fromOpts = portFromJavaOpts(pod);
+  if (fromOpts === 'ambiguous') {
+    return { ok: false, reason: 'the pod sets spark.blockManager.port to several different values (SPARK_JAVA_OPT_<n>); the executor keeps its pod IP' };
+  }
   if (fromOpts !== undefined) return { ok: true, port: fromOpts, source: 'spark-java-opt' };
   if (defaultPort !== undefined) return { ok: true, port: defaultPort, source: 'default' };
   return {
@@ -45,16 +48,23 @@ export function resolveBlockManagerPort(pod: Pod, defaultPort: number | undefine
   };
 }
 
-function portFromJavaOpts(pod: Pod): number | undefined {
-  // Port 0 (Spark's default: random) cannot be put in a Service, so it counts as "not said".
-  let found: number | undefined;
+/**
+ * The port the pod's SPARK_JAVA_OPT_<n> say; 'ambiguous' when they say several: which one the
+ * JVM keeps (the last -D) depends on the image's order — Spark's entrypoint sorts numerically,
+ * the official images from 3.4 iterate `${!SPARK_JAVA_OPT_@}` lexically — and the executor
+ * wrapper keeps the pod IP then (docs/executor-recipe.md), so no Service port can be right.
+ */
+function portFromJavaOpts(pod: Pod): number | 'ambiguous' | undefined {
+  const found = new Set<number>();
   for (const container of pod.spec?.containers ?? []) {
     for (const env of container.env ?? []) {
       if (!JAVA_OPT_ENV.test(env.name) || env.value == null) continue;
       const match = BLOCK_MANAGER_PORT_OPT.exec(env.value.trim());
-      // The JVM keeps the last -D of a key, so the last one wins here too.
-      if (match?.[1] !== undefined) found = parsePort(match[1]) ?? found;
+      // Port 0 (Spark's default: random) cannot be put in a Service, so it counts as "not said".
+      const port = match?.[1] === undefined ? undefined : parsePort(match[1]);
+      if (port !== undefined) found.add(port);
     }
   }
-  return found;
+  if (found.size > 1) return 'ambiguous';
+  return found.values().next().value;
 }

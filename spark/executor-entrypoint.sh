@@ -9,23 +9,27 @@
 #   1. computes the executor's Service name from SPARK_APPLICATION_ID and SPARK_EXECUTOR_ID
 #      (env set by Spark's BasicExecutorFeatureStep) with exec-svc-name.sh, the same rule as
 #      shared/naming.ts, and the host name <name>.<namespace>.<suffix> (suffix "svc");
-#   2. waits, at most SPARK_EXEC_SVC_WAIT_SECONDS (default 30), until that name resolves
-#      (`getent hosts`), i.e. until the Service exists and cluster DNS serves it;
+#   2. waits, at most SPARK_EXEC_SVC_WAIT_SECONDS (default 30) in total, until that name resolves
+#      (`getent hosts`), i.e. until the Service exists and cluster DNS serves it; every look-up is
+#      cut off at the time left (`timeout -s KILL`, or a watchdog where there is no `timeout`), as a
+#      DNS server that does not answer would otherwise hold one getent for 40 s and more;
 #   3. points JAVA_HOME at the java shim (java-shim.sh, mounted as <home>/jvm/bin/java), which
 #      Spark's entrypoint then runs as ${JAVA_HOME}/bin/java: the shim restores the real
-#      JAVA_HOME and rewrites the executor backend's args to
-#         --hostname <name>.<namespace>.svc ... --bind-address <pod IP>
+#      JAVA_HOME and rewrites the executor backend's command to
+#         java ... -Dspark.port.maxRetries=0 <backend> --hostname <name>.<namespace>.svc ... --bind-address <pod IP>
 #      so the block manager is *advertised* under the Service name but still *binds* to the pod
 #      IP (without --bind-address Spark binds to the advertised host, i.e. the Service's
-#      ClusterIP, which fails). See docs/executor-recipe.md.
+#      ClusterIP, which fails), and binds exactly spark.blockManager.port or fails (no silent
+#      move to port+1, which the Service would not forward). See docs/executor-recipe.md.
 #   Only when spark.blockManager.port is fixed (SPARK_JAVA_OPT_<n>=-Dspark.blockManager.port=<p>,
-#   p > 0) and agrees with the pod annotation spark-exec-svc/block-manager-port when that is set
-#   (SPARK_EXEC_SVC_PORT_ANNOTATION, downward API): the Service forwards that one port.
+#   p > 0, one value), agrees with the pod annotation spark-exec-svc/block-manager-port when that is
+#   set (SPARK_EXEC_SVC_PORT_ANNOTATION, downward API), is not already taken in the pod, and no
+#   external shuffle service is in use: the Service forwards that one port and nothing else.
 #   4. execs Spark's entrypoint (SPARK_EXEC_SVC_ENTRYPOINT, default /opt/entrypoint.sh) with the
 #      original arguments.
-# Anything it cannot do (missing env, missing shim, name not resolvable in time) makes it fall
-# back to Spark's own behaviour (advertise the pod IP) and say so on stderr, unless
-# SPARK_EXEC_SVC_ON_TIMEOUT asks otherwise.
+# Anything it cannot do (missing env, missing shim, name not resolvable in time, port taken,
+# shuffle service) makes it fall back to Spark's own behaviour (advertise the pod IP) and say so on
+# stderr, unless SPARK_EXEC_SVC_ON_TIMEOUT asks otherwise for the DNS wait.
 #
 # Environment (all optional):
 #   SPARK_EXEC_SVC_ENTRYPOINT   Spark's entrypoint                      (/opt/entrypoint.sh)
@@ -33,12 +37,14 @@
 #   SPARK_EXEC_SVC_JAVA_SHIM_HOME  fake JAVA_HOME holding bin/java      ($SPARK_EXEC_SVC_HOME/jvm)
 #   SPARK_EXECUTOR_NAMESPACE    the pod's namespace (downward API)      (service account file)
 #   SPARK_EXEC_SVC_DNS_SUFFIX   appended after the namespace            (svc)
-#   SPARK_EXEC_SVC_WAIT_SECONDS upper bound of the DNS wait, 0 = no wait (30)
-#   SPARK_EXEC_SVC_WAIT_INTERVAL seconds between two look-ups           (0.5)
+#   SPARK_EXEC_SVC_WAIT_SECONDS bound of the whole DNS wait, look-ups included, 0 = no wait (30)
+#   SPARK_EXEC_SVC_WAIT_INTERVAL seconds between two look-ups, up to 2 decimals (0.5)
 #   SPARK_EXEC_SVC_ON_TIMEOUT   fallback | advertise | fail             (fallback)
 #   SPARK_EXEC_SVC_BIND_ADDRESS address to bind                         (value Spark passes as --hostname: the pod IP)
 #   SPARK_EXEC_SVC_PORT_ANNOTATION value of the pod annotation spark-exec-svc/block-manager-port
 #                               (downward API; must equal spark.blockManager.port when set)
+#   SPARK_EXEC_SVC_SHUFFLE_SERVICE "true": an external shuffle service is used (keep the pod IP);
+#                               "false": ignore a -Dspark.shuffle.service.port in SPARK_JAVA_OPT_<n>
 #   SPARK_EXEC_SVC_DISABLE      "true": pass through unchanged
 
 log() {
@@ -101,9 +107,19 @@ fi
 # The Service forwards one fixed port, so the block manager must listen on a fixed port too.
 # Spark passes spark.blockManager.port to the executor only as SPARK_JAVA_OPT_<n>=-Dspark.blockManager.port=<p>
 # (BasicExecutorFeatureStep; the container port "blockmanager" says 7079 even when the conf is unset
-# and the executor picks a random port). Highest index wins, as the JVM keeps the last -D.
-bm_port=$(env | sed -n 's/^SPARK_JAVA_OPT_\([0-9][0-9]*\)=-Dspark\.blockManager\.port=\([0-9][0-9]*\)$/\1 \2/p' | sort -n | tail -n 1)
-bm_port=${bm_port#* }
+# and the executor picks a random port). Spark emits it once. If the pod holds several, which one the
+# JVM keeps (the last -D) depends on the image: Spark's own entrypoint.sh sorts SPARK_JAVA_OPT_* by
+# number, the official apache/spark images (3.4.0 on) expand "${!SPARK_JAVA_OPT_@}", in lexical order
+# (..._10 before ..._2). So several values that differ are ambiguous, and the wrapper falls back.
+bm_ports=$(env | sed -n 's/^SPARK_JAVA_OPT_[0-9][0-9]*=-Dspark\.blockManager\.port=\(.*\)$/\1/p' | sort -u)
+bm_port=$bm_ports
+case $bm_ports in
+  *"
+"*)
+    log "spark.blockManager.port is given several different values ($(printf '%s' "$bm_ports" | tr '\n' ' ')): the port the JVM keeps depends on the image's entrypoint; executor keeps advertising its pod IP"
+    pass_through "$@"
+    ;;
+esac
 case $bm_port in
   '' | *[!0-9]* | 0 | 0*)
     log "spark.blockManager.port is not set to a fixed port (no SPARK_JAVA_OPT_<n>=-Dspark.blockManager.port=<port>): executor keeps advertising its pod IP"
@@ -115,11 +131,66 @@ if [ -n "${SPARK_EXEC_SVC_PORT_ANNOTATION-}" ] && [ "$SPARK_EXEC_SVC_PORT_ANNOTA
   pass_through "$@"
 fi
 
+# External shuffle service: with spark.shuffle.service.enabled the block manager registers with the
+# shuffle service at <advertised host>:<spark.shuffle.service.port, 7337> and peers fetch shuffle
+# files there (BlockManager.initialize: shuffleServerId = BlockManagerId(executorId,
+# blockTransferService.hostName, externalShuffleServicePort)). The Service forwards only the block
+# manager's port, so the executor keeps its pod IP. spark.shuffle.service.enabled is no executor
+# start-up conf (SparkConf.isExecutorStartupConf), so Spark never puts it into the pod: the pod says
+# so with SPARK_EXEC_SVC_SHUFFLE_SERVICE=true (e.g. --conf spark.executorEnv.SPARK_EXEC_SVC_SHUFFLE_SERVICE=true),
+# or by a -Dspark.shuffle.service.enabled=true / -Dspark.shuffle.service.port=<p> in SPARK_JAVA_OPT_<n>
+# (spark.shuffle.service.port is a port conf, which Spark does pass when it is set).
+shuffle_service=
+if [ "${SPARK_EXEC_SVC_SHUFFLE_SERVICE-}" = true ]; then
+  shuffle_service="SPARK_EXEC_SVC_SHUFFLE_SERVICE=true"
+fi
+if [ -z "$shuffle_service" ]; then
+  shuffle_service=$(env | sed -n 's/^SPARK_JAVA_OPT_[0-9][0-9]*=\(-Dspark\.shuffle\.service\.enabled=[Tt][Rr][Uu][Ee]\)$/\1/p' | head -n 1)
+fi
+if [ -z "$shuffle_service" ] && [ "${SPARK_EXEC_SVC_SHUFFLE_SERVICE-}" != false ]; then
+  shuffle_service=$(env | sed -n 's/^SPARK_JAVA_OPT_[0-9][0-9]*=\(-Dspark\.shuffle\.service\.port=.*\)$/\1/p' | head -n 1)
+  [ -z "$shuffle_service" ] || shuffle_service="$shuffle_service; SPARK_EXEC_SVC_SHUFFLE_SERVICE=false if none is used"
+fi
+if [ -n "$shuffle_service" ]; then
+  log "external shuffle service in use ($shuffle_service): the block manager would register with it at the advertised host, port spark.shuffle.service.port (7337), which the Service does not forward; executor keeps advertising its pod IP"
+  pass_through "$@"
+fi
+
 if ! service_name=$(sh "$home/exec-svc-name.sh" "$app_id" "$exec_id") || [ -z "$service_name" ]; then
   log "could not compute the Service name (needs tr and sha256sum): executor keeps advertising its pod IP"
   pass_through "$@"
 fi
 advertise_host=$service_name.$namespace.${SPARK_EXEC_SVC_DNS_SUFFIX:-svc}
+
+# a whole number without leading zeros ($((...)) would read them as octal)
+decimal() {
+  _d=$1
+  while :; do
+    case $_d in
+      0?*) _d=${_d#0} ;;
+      *) break ;;
+    esac
+  done
+  printf '%s\n' "$_d"
+}
+
+# seconds with up to two decimals ("0.5", "2", "1.25") -> centiseconds; fails on anything else
+to_cs() {
+  case $1 in
+    '' | . | *[!0-9.]* | *.*.*) return 1 ;;
+  esac
+  _s=${1%%.*}
+  _f=
+  case $1 in *.*) _f=${1#*.} ;; esac
+  _f=${_f}00
+  _f=${_f%"${_f#??}"}
+  printf '%s\n' "$(($(decimal "${_s:-0}") * 100 + $(decimal "$_f")))"
+}
+
+# centiseconds -> seconds for sleep and timeout ("2.05")
+cs_to_s() {
+  printf '%d.%02d\n' "$(($1 / 100))" "$(($1 % 100))"
+}
 
 wait_seconds=${SPARK_EXEC_SVC_WAIT_SECONDS:-30}
 case $wait_seconds in
@@ -128,37 +199,53 @@ case $wait_seconds in
     wait_seconds=30
     ;;
 esac
-while :; do # no leading zeros: $((...)) would read them as octal
-  case $wait_seconds in
-    0?*) wait_seconds=${wait_seconds#0} ;;
-    *) break ;;
-  esac
-done
-interval=${SPARK_EXEC_SVC_WAIT_INTERVAL:-0.5}
+wait_seconds=$(decimal "$wait_seconds")
+if ! interval_cs=$(to_cs "${SPARK_EXEC_SVC_WAIT_INTERVAL:-0.5}") || [ "$interval_cs" -eq 0 ]; then
+  log "SPARK_EXEC_SVC_WAIT_INTERVAL='${SPARK_EXEC_SVC_WAIT_INTERVAL-}' is not a positive number of seconds, using 0.5"
+  interval_cs=50
+fi
 on_timeout=${SPARK_EXEC_SVC_ON_TIMEOUT:-fallback}
-
-resolves() {
-  getent hosts "$1" >/dev/null 2>&1
-}
 
 # elapsed time in centiseconds: /proc/uptime where there is one (Linux), else whole seconds
 now_cs() {
   if [ -r /proc/uptime ] && read -r _up _rest </proc/uptime; then
     case $_up in
       *.??)
-        _up=${_up%.*}${_up#*.}
-        while :; do
-          case $_up in
-            0?*) _up=${_up#0} ;;
-            *) break ;;
-          esac
-        done
-        printf '%s\n' "$_up"
+        decimal "${_up%.*}${_up#*.}"
         return 0
         ;;
     esac
   fi
   printf '%s\n' "$(($(date +%s) * 100))"
+}
+
+# One look-up, never longer than $2 centiseconds. getent alone is not bounded: glibc tries every
+# search domain (ndots:5 puts <svc>.<ns>.svc through all of them) and waits `timeout` x `attempts`
+# (5 s x 2) for each when the DNS server does not answer, 40 s for a cluster's 3 search domains.
+# With coreutils/busybox `timeout` the look-up is killed at its budget; without it a watchdog
+# subshell does the same. Exit status: getent's (0 found, 2 not found), 124/137 when cut off.
+if command -v timeout >/dev/null 2>&1 && timeout -s KILL 5 true >/dev/null 2>&1; then
+  lookup_timer=timeout
+else
+  lookup_timer=watchdog
+fi
+lookup() {
+  _budget=$(cs_to_s "$2")
+  if [ "$lookup_timer" = timeout ]; then
+    timeout -s KILL "$_budget" getent hosts "$1" >/dev/null 2>&1
+    return
+  fi
+  getent hosts "$1" >/dev/null 2>&1 &
+  _lk_pid=$!
+  (
+    sleep "$_budget" 2>/dev/null || sleep "$(($2 / 100 + 1))"
+    kill -9 "$_lk_pid"
+  ) >/dev/null 2>&1 &
+  _wd_pid=$!
+  wait "$_lk_pid"
+  _lk_rc=$?
+  kill "$_wd_pid" 2>/dev/null
+  return "$_lk_rc"
 }
 
 if [ "$wait_seconds" -eq 0 ]; then
@@ -169,43 +256,123 @@ else
   start=$(now_cs)
   deadline=$((start + wait_seconds * 100))
   tries=0
+  cut_off=0
   resolved=false
   while :; do
+    remaining=$((deadline - $(now_cs)))
+    [ "$remaining" -gt 0 ] || break
     tries=$((tries + 1))
-    if resolves "$advertise_host"; then
-      resolved=true
-      break
-    fi
-    [ "$(now_cs)" -lt "$deadline" ] || break
-    sleep "$interval" 2>/dev/null || sleep 1
+    lookup "$advertise_host" "$remaining"
+    case $? in
+      0)
+        resolved=true
+        break
+        ;;
+      124 | 137) cut_off=$((cut_off + 1)) ;;
+    esac
+    remaining=$((deadline - $(now_cs)))
+    [ "$remaining" -gt 0 ] || break
+    [ "$remaining" -lt "$interval_cs" ] || remaining=$interval_cs
+    sleep "$(cs_to_s "$remaining")" 2>/dev/null || sleep 1
   done
   waited_cs=$(($(now_cs) - start))
-  waited=$((waited_cs / 100)).$((waited_cs / 10 % 10))
+  waited=$(cs_to_s "$waited_cs")
+  how="$tries look-up(s)"
+  [ "$cut_off" -eq 0 ] || how="$how, $cut_off cut off unanswered by the DNS server"
   if $resolved; then
-    log "$advertise_host resolves after ${waited}s ($tries look-ups)"
+    log "$advertise_host resolves after ${waited}s ($how)"
   else
     case $on_timeout in
       advertise)
-        log "$advertise_host does not resolve after ${waited}s; advertising it anyway (SPARK_EXEC_SVC_ON_TIMEOUT=advertise)"
+        log "$advertise_host does not resolve after ${waited}s ($how); advertising it anyway (SPARK_EXEC_SVC_ON_TIMEOUT=advertise)"
         ;;
       fail)
-        log "$advertise_host does not resolve after ${waited}s; failing (SPARK_EXEC_SVC_ON_TIMEOUT=fail)"
+        log "$advertise_host does not resolve after ${waited}s ($how); failing (SPARK_EXEC_SVC_ON_TIMEOUT=fail)"
         exit 1
         ;;
       *)
-        log "$advertise_host does not resolve after ${waited}s; executor keeps advertising its pod IP (SPARK_EXEC_SVC_ON_TIMEOUT=fallback)"
+        log "$advertise_host does not resolve after ${waited}s ($how); executor keeps advertising its pod IP (SPARK_EXEC_SVC_ON_TIMEOUT=fallback)"
         pass_through "$@"
         ;;
     esac
   fi
 fi
 
+# The block manager must get exactly spark.blockManager.port. Spark would silently try port+1 ...
+# (Utils.startServiceOnPort, spark.port.maxRetries, default 16) and register the port it got, which
+# the Service does not forward. The shim therefore starts the JVM with -Dspark.port.maxRetries=0 (a
+# taken port then fails the executor, loudly); and here, a port that is already taken in the pod's
+# network namespace keeps the executor on its pod IP, where any port is reachable.
+# A listener conflicts when it listens on that port on the wildcard address or on the bind address
+# (/proc/net/tcp{,6}: state 0A = LISTEN; addresses are 32-bit words in host byte order).
+hex_ipv4() { # a.b.c.d -> "<little-endian> <big-endian>" hex words
+  _ip=$1
+  _o1=${_ip%%.*}; _ip=${_ip#*.}
+  _o2=${_ip%%.*}; _ip=${_ip#*.}
+  _o3=${_ip%%.*}; _o4=${_ip#*.}
+  for _o in "$_o1" "$_o2" "$_o3" "$_o4"; do
+    case $_o in '' | *[!0-9]*) return 1 ;; esac
+    [ "$(decimal "$_o")" -le 255 ] || return 1
+  done
+  printf '%02X%02X%02X%02X %02X%02X%02X%02X\n' \
+    "$(decimal "$_o4")" "$(decimal "$_o3")" "$(decimal "$_o2")" "$(decimal "$_o1")" \
+    "$(decimal "$_o1")" "$(decimal "$_o2")" "$(decimal "$_o3")" "$(decimal "$_o4")"
+}
+port_listener() { # port, bind address -> prints the first conflicting listener; fails when none
+  _hexport=$(printf '%04X' "$1")
+  _bind=${2#\[}
+  _bind=${_bind%\]}
+  _le=none
+  _be=none
+  case $_bind in
+    '' | 0.0.0.0 | :: | 0:0:0:0:0:0:0:0) _family=any ;;
+    *:*) _family=6 ;;
+    *.*.*.*)
+      if _words=$(hex_ipv4 "$_bind"); then
+        _family=4
+        _le=${_words% *}
+        _be=${_words#* }
+      else
+        _family=any
+      fi
+      ;;
+    *) _family=any ;;
+  esac
+  for _table in /proc/net/tcp /proc/net/tcp6; do
+    [ -r "$_table" ] || continue
+    while read -r _sl _local _remote _state _rest; do
+      [ "$_state" = 0A ] || continue
+      [ "${_local##*:}" = "$_hexport" ] || continue
+      _addr=${_local%:*}
+      case $_family:$_addr in
+        any:* | *:00000000 | *:00000000000000000000000000000000 | \
+          4:"$_le" | 4:"$_be" | 4:0000000000000000FFFF0000"$_le" | 4:00000000000000000000FFFF"$_be")
+          printf '%s\n' "$_local"
+          return 0
+          ;;
+        6:00000000000000000000000001000000 | 6:00000000000000000000000000000001) ;; # ::1
+        6:????????????????????????????????)
+          printf '%s\n' "$_local"
+          return 0
+          ;;
+      esac
+    done <"$_table"
+  done
+  return 1
+}
+bind_address=${SPARK_EXEC_SVC_BIND_ADDRESS:-${SPARK_EXECUTOR_POD_IP-}}
+if [ -r /proc/net/tcp ] && taken_by=$(port_listener "$bm_port" "$bind_address"); then
+  log "port $bm_port is already taken in this pod (listener $taken_by in /proc/net/tcp*): Spark would move the block manager to another port, which the Service does not forward; executor keeps advertising its pod IP"
+  pass_through "$@"
+fi
+
 SPARK_EXEC_SVC_NAME=$service_name
 SPARK_EXEC_SVC_ADVERTISE_HOST=$advertise_host
+SPARK_EXEC_SVC_PORT=$bm_port
 SPARK_EXEC_SVC_REAL_JAVA=$real_java
 SPARK_EXEC_SVC_REAL_JAVA_HOME=$real_java_home
 JAVA_HOME=$shim_home
-export SPARK_EXEC_SVC_NAME SPARK_EXEC_SVC_ADVERTISE_HOST SPARK_EXEC_SVC_REAL_JAVA SPARK_EXEC_SVC_REAL_JAVA_HOME JAVA_HOME
+export SPARK_EXEC_SVC_NAME SPARK_EXEC_SVC_ADVERTISE_HOST SPARK_EXEC_SVC_PORT SPARK_EXEC_SVC_REAL_JAVA SPARK_EXEC_SVC_REAL_JAVA_HOME JAVA_HOME
 if [ -n "${SPARK_EXEC_SVC_BIND_ADDRESS-}" ]; then
   export SPARK_EXEC_SVC_BIND_ADDRESS
 fi

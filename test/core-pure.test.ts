@@ -76,6 +76,12 @@ describe('block-manager port', () => {
     const bare = parsePod(executorPod({ namespace: ns, appId, execId: '1', driver }));
     expect(resolveBlockManagerPort(bare, 1234)).toEqual({ ok: true, port: 1234, source: 'default' });
     expect(resolveBlockManagerPort(bare, undefined)).toMatchObject({ ok: false });
+    const twice = parsePod(executorPod({ namespace: ns, appId, execId: '1', driver, blockManagerPort: 7079 }));
+    twice.spec!.containers[0]!.env!.push({ name: 'SPARK_JAVA_OPT_10', value: '-Dspark.blockManager.port=7080' });
+    expect(resolveBlockManagerPort(twice, 1234)).toMatchObject({ ok: false, reason: expect.stringContaining('several different values') });
+    twice.spec!.containers[0]!.env!.push({ name: 'SPARK_JAVA_OPT_11', value: '-Dspark.blockManager.port=7079' });
+    twice.spec!.containers[0]!.env!.splice(-2, 1);
+    expect(resolveBlockManagerPort(twice, 1234)).toEqual({ ok: true, port: 7079, source: 'spark-java-opt' });
     annotated.metadata.annotations = { 'spark-exec-svc/block-manager-port': '99999' };
     expect(resolveBlockManagerPort(annotated, 1234)).toMatchObject({ ok: false, reason: expect.stringContaining('not a port') });
   });

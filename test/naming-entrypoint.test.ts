@@ -1,118 +1,62 @@
 // The executor wrapper (spark/executor-entrypoint.sh) and its java shim (spark/java-shim.sh),
-// run the way the pod template runs them: scripts laid out as the ConfigMap volume mounts them,
-// a fake Spark entrypoint that starts ${JAVA_HOME}/bin/java with the executor backend's args
-// exactly like Spark's entrypoint.sh does, a fake `java` that prints what it got, and a fake
-// `getent` whose answers the test controls. Also checks the pod template and that
-// `kubectl kustomize spark/` builds the ConfigMap offline.
-import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+// run the way the pod template runs them (test/support/executor-wrapper.ts: scripts laid out as the
+// ConfigMap volume mounts them, a fake Spark entrypoint that starts ${JAVA_HOME}/bin/java with the
+// executor backend's args exactly like Spark's entrypoint.sh does, a fake `java` that prints what it
+// got) with a fake `getent` whose answers the test controls. Also: the block-manager port must be
+// exactly the Service's (-Dspark.port.maxRetries=0, a port already taken in the pod, several
+// values), the external shuffle service, the DNS wait's bound with a look-up that never returns,
+// the pod template, and that `kubectl kustomize spark/` builds the ConfigMap offline.
+// The same bound against a real resolver and a DNS server that never answers:
+// test/executor-dns-netns.test.ts.
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { loadAllYaml, loadYaml } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { executorServiceName } from '../shared/naming.ts';
+import {
+  APP,
+  argAfter,
+  BACKEND,
+  executorEnv,
+  makeExecutorLayout,
+  pathWith,
+  POD_IP,
+  type Result,
+  runScript,
+  SPARK_DIR,
+  writeExecutable,
+} from './support/executor-wrapper.ts';
 
-const SPARK_DIR = join(import.meta.dirname, '..', 'spark');
-const root = mkdtempSync(join(tmpdir(), 'exec-svc-entrypoint-'));
-const home = join(root, 'opt', 'spark-exec-svc'); // the ConfigMap mount
-const jdk = join(root, 'jdk'); // the image's real JAVA_HOME
+const layout = makeExecutorLayout('exec-svc-entrypoint-');
+const { root, home, jdk } = layout;
 const fakeBin = join(root, 'bin'); // fake getent
 const dnsDir = join(root, 'dns'); // a file named after a host makes it resolve
-const entrypoint = join(root, 'entrypoint.sh');
-
-function writeExecutable(path: string, text: string): void {
-  writeFileSync(path, text);
-  chmodSync(path, 0o755);
-}
-
-mkdirSync(join(home, 'jvm', 'bin'), { recursive: true });
-mkdirSync(join(jdk, 'bin'), { recursive: true });
 mkdirSync(fakeBin, { recursive: true });
 mkdirSync(dnsDir, { recursive: true });
-copyFileSync(join(SPARK_DIR, 'executor-entrypoint.sh'), join(home, 'executor-entrypoint.sh'));
-copyFileSync(join(SPARK_DIR, 'exec-svc-name.sh'), join(home, 'exec-svc-name.sh'));
-copyFileSync(join(SPARK_DIR, 'java-shim.sh'), join(home, 'jvm', 'bin', 'java'));
-for (const f of ['executor-entrypoint.sh', 'exec-svc-name.sh', join('jvm', 'bin', 'java')]) chmodSync(join(home, f), 0o755);
-
-writeExecutable(
-  join(jdk, 'bin', 'java'),
-  `#!/bin/sh
-printf 'JAVA_HOME=%s\\n' "\${JAVA_HOME-<unset>}"
-for a do printf 'ARG %s\\n' "$a"; done
-`,
-);
-// the executor branch of Spark's entrypoint.sh (spark-docker 3.5/4.x: quoted; Spark 3.3/3.4: same args)
-writeExecutable(
-  entrypoint,
-  `#!/bin/sh
-printf 'ENTRYPOINT'; for a do printf ' %s' "$a"; done; printf '\\n'
-case "$1" in
-  executor)
-    shift 1
-    exec "\${JAVA_HOME}/bin/java" -Dspark.blockManager.port=7079 -Xms1g -Xmx1g -cp "/opt/spark/jars/*" \\
-      org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBackend \\
-      --driver-url "$SPARK_DRIVER_URL" --executor-id "$SPARK_EXECUTOR_ID" --cores 1 \\
-      --app-id "$SPARK_APPLICATION_ID" --hostname "$SPARK_EXECUTOR_POD_IP" \\
-      --resourceProfileId 0 --podName "$SPARK_EXECUTOR_POD_NAME"
-    ;;
-  driver)
-    printf 'DRIVER JAVA_HOME=%s\\n' "$JAVA_HOME"
-    ;;
-  *)
-    exec "$@"
-    ;;
-esac
-`,
-);
 writeExecutable(
   join(fakeBin, 'getent'),
   `#!/bin/sh
+[ -n "$FAKE_DNS_HANG" ] && exec sleep "$FAKE_DNS_HANG"
 [ "$1" = hosts ] && [ -e "$FAKE_DNS_DIR/$2" ] && { printf '10.96.0.42      %s\\n' "$2"; exit 0; }
 exit 2
 `,
 );
+// what the wrapper, exec-svc-name.sh and the fake entrypoint need, but no `timeout`: the wrapper's watchdog
+const busyboxAvailable = spawnSync('busybox', ['true'], { stdio: 'ignore' }).status === 0;
+const noTimeoutBin = pathWith(
+  join(root, 'no-timeout-bin'),
+  ['sh', 'env', 'sed', 'sort', 'head', 'tr', 'sha256sum', 'cut', 'cat', 'sleep', 'date', ...(busyboxAvailable ? ['busybox'] : [])],
+  process.env.PATH ?? '/usr/bin:/bin',
+);
 
-afterAll(() => rmSync(root, { recursive: true, force: true }));
-
-const APP = 'spark-0123456789abcdef0123456789abcdef';
-const POD_IP = '10.244.1.7';
+afterAll(() => layout.remove());
 
 function baseEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {
-    PATH: `${fakeBin}:${process.env.PATH ?? '/usr/bin:/bin'}`,
-    HOME: root,
-    JAVA_HOME: jdk,
-    FAKE_DNS_DIR: dnsDir,
-    SPARK_EXEC_SVC_ENTRYPOINT: entrypoint,
-    SPARK_EXEC_SVC_HOME: home,
-    SPARK_EXEC_SVC_WAIT_INTERVAL: '0.1',
-    SPARK_APPLICATION_ID: APP,
-    SPARK_EXECUTOR_ID: '7',
-    SPARK_EXECUTOR_POD_IP: POD_IP,
-    SPARK_EXECUTOR_POD_NAME: 'app-exec-7',
-    SPARK_EXECUTOR_NAMESPACE: 'jobs',
-    SPARK_DRIVER_URL: 'spark://CoarseGrainedScheduler@driver-svc.jobs.svc:7078',
-    // what BasicExecutorFeatureStep sets for --conf spark.blockManager.port=7079
-    SPARK_JAVA_OPT_0: '-Dspark.driver.port=7078',
-    SPARK_JAVA_OPT_1: '-Dspark.blockManager.port=7079',
-  };
-  for (const [k, v] of Object.entries(extra)) {
-    if (v === undefined) delete env[k];
-    else env[k] = v;
-  }
-  return env;
+  return executorEnv(layout, { PATH: `${fakeBin}:${process.env.PATH ?? '/usr/bin:/bin'}`, FAKE_DNS_DIR: dnsDir, ...extra });
 }
 
-interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  ms: number;
-  args: string[];
-  javaHome: string | undefined;
-}
-
-const busyboxAvailable = spawnSync('busybox', ['true'], { stdio: 'ignore' }).status === 0;
 // each shell gets its own namespace, so the hosts (and the fake DNS) of concurrent tests never overlap
 const shells: { name: string; cmd: string[]; ns: string }[] = [
   { name: 'sh', cmd: ['sh'], ns: 'jobs-sh' },
@@ -123,35 +67,6 @@ function runWrapper(shell: string[], args: string[], env: NodeJS.ProcessEnv): Pr
   const [cmd, ...pre] = shell;
   if (cmd === undefined) throw new Error('empty shell');
   return runScript(cmd, [...pre, join(home, 'executor-entrypoint.sh'), ...args], env);
-}
-
-/** Runs a script and parses what the fake java/entrypoint printed (ARG lines, JAVA_HOME). */
-function runScript(cmd: string, argv: string[], env: NodeJS.ProcessEnv): Promise<Result> {
-  const started = Date.now();
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, argv, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      const lines = stdout.split('\n');
-      resolve({
-        code,
-        stdout,
-        stderr,
-        ms: Date.now() - started,
-        args: lines.filter((l) => l.startsWith('ARG ')).map((l) => l.slice(4)),
-        javaHome: lines.find((l) => l.startsWith('JAVA_HOME='))?.slice('JAVA_HOME='.length),
-      });
-    });
-  });
-}
-
-function argAfter(args: string[], flag: string): string | undefined {
-  const i = args.indexOf(flag);
-  return i < 0 ? undefined : args[i + 1];
 }
 
 function resolvable(host: string): void {
@@ -182,7 +97,11 @@ describe.concurrent.each(shells)('executor-entrypoint.sh under $name', ({ cmd, n
     expect(argAfter(r.args, '--hostname')).toBe(host);
     expect(argAfter(r.args, '--bind-address')).toBe(POD_IP);
     expect(r.args.filter((a) => a === '--hostname')).toHaveLength(1);
-    expect(r.args.slice(0, 4)).toEqual(['-Dspark.blockManager.port=7079', '-Xms1g', '-Xmx1g', '-cp']);
+    // the JVM options as Spark's entrypoint passes them, then -Dspark.port.maxRetries=0 right
+    // before the class name, where it is the last -D and so the value the JVM keeps
+    expect(r.args.slice(0, 5)).toEqual(['-Dspark.driver.port=7078', '-Dspark.blockManager.port=7079', '-Xms1g', '-Xmx1g', '-cp']);
+    expect(r.args[r.args.indexOf(BACKEND) - 1]).toBe('-Dspark.port.maxRetries=0');
+    expect(r.args.filter((a) => a.startsWith('-Dspark.port.maxRetries'))).toEqual(['-Dspark.port.maxRetries=0']);
     expect(argAfter(r.args, '--podName')).toBe('app-exec-7');
     expect(r.javaHome).toBe(jdk); // the JVM sees the real JAVA_HOME again
     expect(r.stderr).toContain(`${host} resolves`);
@@ -254,14 +173,138 @@ describe.concurrent.each(shells)('executor-entrypoint.sh under $name', ({ cmd, n
       expect(r.args).not.toContain('--bind-address');
       expect(r.stderr).toContain('keeps advertising its pod IP');
     }
-    // the highest SPARK_JAVA_OPT_<n> wins, as on the java command line
-    const twice = await runWrapper(
-      cmd,
-      ['executor'],
-      env({ SPARK_EXECUTOR_ID: '13', SPARK_JAVA_OPT_2: '-Dspark.blockManager.port=0', SPARK_JAVA_OPT_1: '-Dspark.blockManager.port=7079' }),
-    );
-    expect(argAfter(twice.args, '--hostname')).toBe(POD_IP);
   });
+
+  it('falls back when the pod gives spark.blockManager.port several different values', async () => {
+    const host = `${executorServiceName(APP, '14')}.${ns}.svc`;
+    resolvable(host);
+    // Which -D the JVM keeps depends on the image: Spark's entrypoint sorts SPARK_JAVA_OPT_* by
+    // number (_2 before _10, so 7100 would win), the official images expand them lexically
+    // (_10 before _2, so 7079 would win). The fake entrypoint does either.
+    const opts = { SPARK_EXECUTOR_ID: '14', SPARK_JAVA_OPT_1: undefined, SPARK_JAVA_OPT_2: '-Dspark.blockManager.port=7079', SPARK_JAVA_OPT_10: '-Dspark.blockManager.port=7100' };
+    for (const order of ['numeric', 'lexical']) {
+      const r = await runWrapper(cmd, ['executor'], env({ ...opts, FAKE_OPT_ORDER: order }));
+      expect(r.code).toBe(0);
+      expect(argAfter(r.args, '--hostname')).toBe(POD_IP);
+      expect(r.args).not.toContain('-Dspark.port.maxRetries=0');
+      expect(r.stderr).toContain('several different values');
+    }
+    const numeric = await runWrapper(cmd, ['executor'], env({ ...opts, FAKE_OPT_ORDER: 'numeric' }));
+    expect(numeric.args.filter((a) => a.startsWith('-Dspark.blockManager.port=')).at(-1)).toBe('-Dspark.blockManager.port=7100');
+    const lexical = await runWrapper(cmd, ['executor'], env({ ...opts, FAKE_OPT_ORDER: 'lexical' }));
+    expect(lexical.args.filter((a) => a.startsWith('-Dspark.blockManager.port=')).at(-1)).toBe('-Dspark.blockManager.port=7079');
+    // the same value twice is no ambiguity
+    const same = await runWrapper(cmd, ['executor'], env({ ...opts, SPARK_JAVA_OPT_10: '-Dspark.blockManager.port=7079' }));
+    expect(argAfter(same.args, '--hostname')).toBe(host);
+    expect(same.stderr).toContain(`advertising ${host}:7079`);
+  });
+
+  it('keeps a user spark.port.maxRetries from moving the block manager: the shim\'s -D comes last', async () => {
+    const host = `${executorServiceName(APP, '15')}.${ns}.svc`;
+    resolvable(host);
+    for (const order of ['numeric', 'lexical']) {
+      const r = await runWrapper(cmd, ['executor'], env({ SPARK_EXECUTOR_ID: '15', SPARK_JAVA_OPT_2: '-Dspark.port.maxRetries=32', FAKE_OPT_ORDER: order }));
+      expect(argAfter(r.args, '--hostname')).toBe(host);
+      const retries = r.args.filter((a) => a.startsWith('-Dspark.port.maxRetries='));
+      expect(retries).toEqual(['-Dspark.port.maxRetries=32', '-Dspark.port.maxRetries=0']);
+      expect(r.args.indexOf('-Dspark.port.maxRetries=0')).toBe(r.args.indexOf(BACKEND) - 1);
+    }
+  });
+
+  it('keeps the pod IP when the block-manager port is already taken in the pod', async () => {
+    // Real listeners in this network namespace, found by the wrapper in /proc/net/tcp{,6}. The
+    // pod IP is 127.0.0.1 here, so that a listener can sit on it.
+    const held: Server[] = [];
+    const listen = (host: string, port = 0): Promise<number> =>
+      new Promise((resolve, reject) => {
+        const srv = createServer();
+        srv.once('error', reject);
+        srv.listen({ host, port, ipv6Only: host === '::' ? false : undefined }, () => {
+          held.push(srv);
+          const a = srv.address();
+          resolve(typeof a === 'object' && a !== null ? a.port : -1);
+        });
+      });
+    try {
+      const host = `${executorServiceName(APP, '16')}.${ns}.svc`;
+      resolvable(host);
+      const run = (port: number, extra: Record<string, string | undefined> = {}) =>
+        runWrapper(cmd, ['executor'], env({ SPARK_EXECUTOR_ID: '16', SPARK_EXECUTOR_POD_IP: '127.0.0.1', SPARK_JAVA_OPT_1: `-Dspark.blockManager.port=${port}`, ...extra }));
+      const expectTaken = (r: Result, port: number, podIp = '127.0.0.1') => {
+        expect(r.code).toBe(0);
+        expect(argAfter(r.args, '--hostname')).toBe(podIp);
+        expect(r.args).not.toContain('--bind-address');
+        expect(r.args).not.toContain('-Dspark.port.maxRetries=0');
+        expect(r.stderr).toContain(`port ${port} is already taken in this pod`);
+        expect(r.stderr).toContain('keeps advertising its pod IP');
+      };
+      const expectFree = (r: Result) => {
+        expect(argAfter(r.args, '--hostname')).toBe(host);
+        expect(r.args).toContain('-Dspark.port.maxRetries=0');
+      };
+
+      // on the bind address itself
+      const onPodIp = await listen('127.0.0.1');
+      expectTaken(await run(onPodIp), onPodIp);
+      // on the wildcard address: taken for every bind address
+      const onAny = await listen('0.0.0.0');
+      expectTaken(await run(onAny), onAny);
+      expectTaken(await run(onAny, { SPARK_EXECUTOR_POD_IP: POD_IP }), onAny, POD_IP);
+      // on another address of the pod: no conflict for the pod IP, a conflict for 0.0.0.0
+      const onOther = await listen('127.0.0.2');
+      expectFree(await run(onOther));
+      expectTaken(await run(onOther, { SPARK_EXEC_SVC_BIND_ADDRESS: '0.0.0.0' }), onOther);
+      // the IPv6 wildcard (dual-stack), when this machine has IPv6
+      const onV6Any = await listen('::').catch(() => null);
+      if (onV6Any !== null) expectTaken(await run(onV6Any), onV6Any);
+      // a free port
+      const free = await listen('127.0.0.1');
+      await new Promise<void>((resolve) => held.pop()?.close(() => resolve()));
+      expectFree(await run(free));
+    } finally {
+      await Promise.all(held.map((srv) => new Promise<void>((resolve) => srv.close(() => resolve()))));
+    }
+  });
+
+  it('keeps the pod IP when an external shuffle service is used', async () => {
+    const host = `${executorServiceName(APP, '17')}.${ns}.svc`;
+    resolvable(host);
+    for (const extra of [
+      { SPARK_EXEC_SVC_SHUFFLE_SERVICE: 'true' }, // --conf spark.executorEnv.SPARK_EXEC_SVC_SHUFFLE_SERVICE=true
+      { SPARK_JAVA_OPT_2: '-Dspark.shuffle.service.enabled=TRUE' },
+      { SPARK_JAVA_OPT_2: '-Dspark.shuffle.service.enabled=true', SPARK_EXEC_SVC_SHUFFLE_SERVICE: 'false' },
+      { SPARK_JAVA_OPT_2: '-Dspark.shuffle.service.port=7337' }, // a port conf: Spark passes it when set
+    ]) {
+      const r = await runWrapper(cmd, ['executor'], env({ SPARK_EXECUTOR_ID: '17', ...extra }));
+      expect(r.code).toBe(0);
+      expect(argAfter(r.args, '--hostname')).toBe(POD_IP);
+      expect(r.args).not.toContain('--bind-address');
+      expect(r.stderr).toContain('external shuffle service in use');
+      expect(r.stderr).toContain('7337');
+    }
+    for (const extra of [
+      { SPARK_JAVA_OPT_2: '-Dspark.shuffle.service.enabled=false' },
+      { SPARK_JAVA_OPT_2: '-Dspark.shuffle.service.port=7337', SPARK_EXEC_SVC_SHUFFLE_SERVICE: 'false' },
+    ]) {
+      const r = await runWrapper(cmd, ['executor'], env({ SPARK_EXECUTOR_ID: '17', ...extra }));
+      expect(argAfter(r.args, '--hostname')).toBe(host);
+      expect(r.stderr).not.toContain('shuffle service');
+    }
+  });
+
+  // A DNS server that never answers, stood in for by a getent that never returns (the real resolver
+  // in a network namespace: test/executor-dns-netns.test.ts). With `timeout` and with the watchdog.
+  for (const timer of ['timeout', 'watchdog'] as const) {
+    it(`bounds the DNS wait when a look-up never returns (${timer})`, async () => {
+      const pathEnv = timer === 'timeout' ? {} : { PATH: `${fakeBin}:${noTimeoutBin}` };
+      const r = await runWrapper(cmd, ['executor'], env({ SPARK_EXECUTOR_ID: '18', SPARK_EXEC_SVC_WAIT_SECONDS: '2', FAKE_DNS_HANG: '30', ...pathEnv }));
+      expect(r.code).toBe(0);
+      expect(r.ms).toBeGreaterThanOrEqual(1900);
+      expect(r.ms).toBeLessThan(3000);
+      expect(argAfter(r.args, '--hostname')).toBe(POD_IP);
+      expect(r.stderr).toMatch(/does not resolve after 2\.\d\ds \(1 look-up\(s\), 1 cut off unanswered by the DNS server\)/);
+    }, 15_000);
+  }
 
   it('keeps Spark behaviour when it cannot name the Service', async () => {
     for (const extra of [
@@ -303,13 +346,41 @@ describe('java-shim.sh', () => {
       ['-cp', 'x', 'org.apache.spark.executor.CoarseGrainedExecutorBackend', '--hostname', '10.0.0.9', '--bind-address', '0.0.0.0'],
       { SPARK_EXEC_SVC_ADVERTISE_HOST: 'svc-a.ns.svc' },
     );
-    expect(r.args).toEqual(['-cp', 'x', 'org.apache.spark.executor.CoarseGrainedExecutorBackend', '--hostname', 'svc-a.ns.svc', '--bind-address', '0.0.0.0']);
+    expect(r.args).toEqual([
+      '-cp',
+      'x',
+      '-Dspark.port.maxRetries=0',
+      'org.apache.spark.executor.CoarseGrainedExecutorBackend',
+      '--hostname',
+      'svc-a.ns.svc',
+      '--bind-address',
+      '0.0.0.0',
+    ]);
   });
 
   it('keeps arguments with spaces and shell characters intact', async () => {
-    const tricky = ['-Dspark.x=a b', '$(id)', '*', "it's", 'org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBackend', '--hostname', 'fd00::7'];
+    const tricky = ['-Dspark.x=a b', '$(id)', '*', "it's", BACKEND, '--hostname', 'fd00::7'];
     const r = await shim(tricky, { SPARK_EXEC_SVC_ADVERTISE_HOST: 'svc-a.ns.svc' });
-    expect(r.args).toEqual([...tricky.slice(0, -1), 'svc-a.ns.svc', '--bind-address', 'fd00::7']);
+    expect(r.args).toEqual([...tricky.slice(0, 4), '-Dspark.port.maxRetries=0', BACKEND, '--hostname', 'svc-a.ns.svc', '--bind-address', 'fd00::7']);
+  });
+
+  it('rewrites nothing when the JVM would not get the port the Service forwards', async () => {
+    const env = { SPARK_EXEC_SVC_ADVERTISE_HOST: 'svc-a.ns.svc', SPARK_EXEC_SVC_PORT: '7079' };
+    for (const jvmOpts of [
+      [], // an entrypoint that does not pass SPARK_JAVA_OPT_*: the block manager would take a random port
+      ['-Dspark.blockManager.port=7100'],
+      ['-Dspark.blockManager.port=7079', '-Dspark.blockManager.port=7100'], // the JVM keeps the last -D
+    ]) {
+      const argv = [...jvmOpts, '-cp', 'x', BACKEND, '--hostname', '10.0.0.9', '--podName', 'p'];
+      const r = await shim(argv, env);
+      expect(r.args).toEqual(argv);
+      expect(r.stderr).toContain('executor keeps advertising its pod IP');
+    }
+    // a -D after the class name is a program argument, not the JVM's
+    const after = await shim(['-Dspark.blockManager.port=7079', BACKEND, '--hostname', '10.0.0.9', '-Dspark.blockManager.port=7100'], env);
+    expect(argAfter(after.args, '--hostname')).toBe('svc-a.ns.svc');
+    const ok = await shim(['-Dspark.blockManager.port=7100', '-Dspark.blockManager.port=7079', BACKEND, '--hostname', '10.0.0.9'], env);
+    expect(ok.args).toEqual(['-Dspark.blockManager.port=7100', '-Dspark.blockManager.port=7079', '-Dspark.port.maxRetries=0', BACKEND, '--hostname', 'svc-a.ns.svc', '--bind-address', '10.0.0.9']);
   });
 });
 
