@@ -92,7 +92,7 @@ describe('graceful shutdown under load', () => {
     emulator.writeKubeconfig(kubeconfig);
     const port = await freePort();
     const child: ChildProcess = spawn(process.execPath, [entry], {
-      env: { ...process.env, KUBECONFIG: kubeconfig, PORT: String(port), WATCH_NAMESPACES: NS, BLOCK_MANAGER_PORT: '7079', LOG_LEVEL: 'info', EVENT_DEADLINE_MS: '2500', REQUEST_TIMEOUT_MS: '1000' },
+      env: { ...process.env, KUBECONFIG: kubeconfig, PORT: String(port), WATCH_NAMESPACES: NS, BLOCK_MANAGER_PORT: '7079', LOG_LEVEL: 'info', EVENT_DEADLINE_MS: '4000', REQUEST_TIMEOUT_MS: '2000' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
