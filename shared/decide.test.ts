@@ -100,14 +100,18 @@ function svc(spec: SvcSpec = {}): ServiceFact {
   return serviceFact(Service.parse(body))!;
 }
 
-const fresh = <T,>(value: T): Observation<T> => ({ value, at: NOW, fresh: true });
-const remembered = <T,>(value: T, ageMs = 1_000): Observation<T> => ({ value, at: NOW - ageMs, fresh: false });
+/** Read now, after the Service was read (order 10 > the Service's 1), unless a row says otherwise. */
+const fresh = <T,>(value: T, order = 10): Observation<T> => ({ value, at: NOW, fresh: true, order });
+const remembered = <T,>(value: T, ageMs = 1_000): Observation<T> => ({ value, at: NOW - ageMs, fresh: false, order: 0 });
 
 interface World {
   pods?: Array<Observation<PodFact | 'absent'> & { name?: string }>;
   service?: Observation<ServiceFact | 'absent'> | undefined;
   claimants?: Observation<readonly string[]> | undefined;
   count?: number | undefined;
+  /** The order of the Service's read among this reconciliation's reads (default 1: first). */
+  serviceOrder?: number;
+  countRemembered?: boolean;
   rules?: Partial<Rules>;
   now?: number;
 }
@@ -115,8 +119,11 @@ interface World {
 function run(world: World) {
   const pods = new Map<string, Observation<PodFact | 'absent'>>();
   for (const p of world.pods ?? []) pods.set(p.value === 'absent' ? p.name! : p.value.name, p);
-  const slot: SlotFacts = { appId: APP, execId: '1', service: world.service, claimants: world.claimants };
-  const facts: Facts = { namespace: NS, pods, slots: [slot], ourServiceCount: world.count === undefined ? undefined : fresh(world.count) };
+  // The Service is read first in every row (order 1); rows that read it later say so with their own orders.
+  const service = world.service === undefined ? undefined : { ...world.service, order: world.service.fresh ? (world.serviceOrder ?? 1) : 0 };
+  const slot: SlotFacts = { appId: APP, execId: '1', service, claimants: world.claimants };
+  const count = world.count === undefined ? undefined : world.countRemembered === true ? remembered(world.count) : fresh(world.count);
+  const facts: Facts = { namespace: NS, pods, slots: [slot], ourServiceCount: count };
   return decide(facts, { ...RULES, ...world.rules }, world.now ?? NOW);
 }
 
@@ -161,7 +168,8 @@ describe('creating: only for an executor the API server shows running, with a ru
     ['driver not known → read it', { ...base, pods: [fresh(runningExecutor())] }, `need pod:${DRIVER.name}`],
     ['claimants not listed → list them', { ...base, claimants: undefined }, 'need claimants'],
     ['Services of ours not counted → count them', { ...base, count: undefined }, 'need service-count'],
-    ['namespace at the cap → skipped', { ...base, count: 100 }, 'skipped'],
+    ['namespace at the cap (counted now) → skipped', { ...base, count: 100 }, 'skipped'],
+    ['namespace at the cap by a remembered count → count again (GC and other instances lower it unseen)', { ...base, count: 100, countRemembered: true }, 'need service-count'],
   ])('%s', (_name, world, expected) => {
     expect(outcome(world)).toBe(expected);
   });
@@ -234,11 +242,31 @@ describe('marking and ending: only for an executor verified gone', () => {
       'marked-gone',
     ],
     ['replaced by a running pod with the same driver → kept (it carries the labels and the owner)', { ...gone, pods: [fresh(runningExecutor({ uid: 'new' })), fresh(optedInDriver())], claimants: fresh([EXEC.name]) }, 'conflict'],
+    [
+      'replaced by a running pod with the same driver but another port → marked (the Service cannot reach it)',
+      { ...gone, pods: [fresh(runningExecutor({ uid: 'new', port: 9999 })), fresh(optedInDriver())], claimants: fresh([EXEC.name]) },
+      'marked-gone',
+    ],
     ['being deleted but running → kept unmarked', { ...gone, pods: [fresh(runningExecutor({ deleting: true })), fresh(optedInDriver())], claimants: fresh([EXEC.name]) }, 'verified'],
     ['remembered terminal (not read now) → read again, never marked on memory', { ...gone, pods: [remembered(runningExecutor({ phase: 'Failed' })), fresh(optedInDriver())], claimants: remembered([EXEC.name]) }, 'need claimants'],
     ['remembered running, but a fresh list of the slot’s pods lacks it (deleted or relabelled) → marked gone', { ...gone, pods: [remembered(runningExecutor()), fresh(optedInDriver())], claimants: fresh([]) }, 'marked-gone'],
     ['recorded gone but the slot’s pods only remembered → list them', { ...gone, claimants: remembered([]) }, 'need claimants'],
     ['recorded gone but the slot’s pods not listed → list them', { ...gone, claimants: undefined }, 'need claimants'],
+    [
+      'the slot’s pods were listed BEFORE the Service was read (its executor may have started in between) → list again',
+      { ...gone, pods: [fresh(optedInDriver())], claimants: fresh([], 1), serviceOrder: 5 },
+      'need claimants',
+    ],
+    [
+      'the recorded executor was read absent BEFORE the Service was read → read again',
+      { ...gone, pods: [{ ...fresh('absent' as const, 1), name: EXEC.name }, fresh(optedInDriver())], claimants: undefined, serviceOrder: 5 },
+      'need claimants',
+    ],
+    [
+      'the driver was read replaced BEFORE the Service was read → read it again before calling the Service a stray',
+      { ...gone, pods: [fresh(optedInDriver({ uid: 'new-driver' }), 1)], serviceOrder: 5 },
+      `need pod:${DRIVER.name}`,
+    ],
     [
       'a running pod with the same driver carries the labels (tenant copy) → kept, conflict reported',
       { ...gone, pods: [absentPod(EXEC.name), fresh(runningExecutor({ name: 'copy', uid: 'c' })), fresh(optedInDriver())], claimants: fresh(['copy']) },

@@ -32,6 +32,12 @@ export interface Observation<T> {
   readonly at: number;
   /** Read during this reconciliation (not remembered from an earlier one). */
   readonly fresh: boolean;
+  /**
+   * Where the read stands among this reconciliation's reads (0 = before all of them): a read
+   * that began before a Service was read cannot prove anything gone about it — the executor it
+   * records may have started after that read.
+   */
+  readonly order: number;
 }
 
 /** One executor slot: an application's executor id. Its Service's name follows from it. */
@@ -132,14 +138,15 @@ type PodState =
 
 /**
  * Alive: a pod of that name with that UID, not terminal (being deleted still counts: it runs and
- * serves until then). Gone only on a fresh read: a remembered "gone" is never trusted.
+ * serves until then). Gone only on a fresh read that began after the Service naming the pod was
+ * read (`after`): a remembered or earlier "gone" is never trusted.
  */
-function podState(facts: Facts, ref: PodRef): PodState {
+function podState(facts: Facts, ref: PodRef, after = 0): PodState {
   const seen = facts.pods.get(ref.name);
   if (seen === undefined) return { state: 'unknown', need: { kind: 'pod', name: ref.name } };
   const pod = seen.value;
   if (pod !== 'absent' && pod.uid === ref.uid && !pod.terminal) return { state: 'alive', fact: pod, at: seen.at, fresh: seen.fresh };
-  if (!seen.fresh) return { state: 'unknown', need: { kind: 'pod', name: ref.name } };
+  if (!seen.fresh || seen.order <= after) return { state: 'unknown', need: { kind: 'pod', name: ref.name } };
   return { state: 'gone', how: pod === 'absent' ? 'absent' : pod.uid !== ref.uid ? 'replaced' : 'terminal' };
 }
 
@@ -148,18 +155,19 @@ function podState(facts: Facts, ref: PodRef): PodState {
  * when it is not in it (deleted, or relabelled so that the Service cannot select it any more),
  * and overrules anything remembered about it.
  */
-function recordedExecutorState(facts: Facts, slot: SlotFacts, executor: PodRef): PodState {
+function recordedExecutorState(facts: Facts, slot: SlotFacts, executor: PodRef, after: number): PodState {
   const carriesLabels = (pod: PodFact): boolean => pod.appId === slot.appId && pod.execId === slot.execId;
   const seen = facts.pods.get(executor.name);
-  if (seen?.fresh === true) {
-    const state = podState(facts, executor);
+  if (seen?.fresh === true && seen.order > after) {
+    const state = podState(facts, executor, after);
     return state.state === 'alive' && !carriesLabels(state.fact) ? { state: 'gone', how: 'unlabelled' } : state;
   }
   const claimants = slot.claimants;
-  if (claimants?.fresh === true && !claimants.value.includes(executor.name)) return { state: 'gone', how: 'unlabelled' };
-  const byName = podState(facts, executor);
+  const listedAfter = claimants?.fresh === true && claimants.order > after;
+  if (listedAfter && !claimants.value.includes(executor.name)) return { state: 'gone', how: 'unlabelled' };
+  const byName = podState(facts, executor, after);
   if (byName.state === 'alive' && !carriesLabels(byName.fact)) return { state: 'unknown', need: { kind: 'pod', name: executor.name } };
-  if (byName.state !== 'unknown' || claimants?.fresh === true) return byName;
+  if (byName.state !== 'unknown' || listedAfter) return byName;
   return { state: 'unknown', need: { kind: 'claimants', slot } };
 }
 
@@ -247,6 +255,8 @@ function decideSlot(facts: Facts, slot: SlotFacts, rules: Rules, now: number): S
     const { identity, port } = eligible[0]!;
     if (facts.ourServiceCount === undefined) return { needs: [{ kind: 'service-count' }] };
     if (facts.ourServiceCount.value >= rules.maxServicesPerNamespace) {
+      // Garbage collection and other instances lower the count unseen: count again before refusing.
+      if (!facts.ourServiceCount.fresh) return { needs: [{ kind: 'service-count' }] };
       return report('skipped', `namespace ${facts.namespace} holds ${facts.ourServiceCount.value} Services of ours, the cap is ${rules.maxServicesPerNamespace} (MAX_SERVICES_PER_NAMESPACE)`);
     }
     const body = desiredExecutorService(facts.namespace, identity, port);
@@ -255,11 +265,13 @@ function decideSlot(facts: Facts, slot: SlotFacts, rules: Rules, now: number): S
 
   if (!service.ours) return report('conflict', 'a Service with this name exists and is not managed by spark-exec-svc; left untouched');
   const sameSlot = service.slot?.appId === slot.appId && service.slot.execId === slot.execId;
+  // Anything "gone" about what this Service names must come from a read that began after it was read.
+  const after = slot.service!.order;
 
   // Whose it is decides everything: first, does its owner still run?
-  if (service.owner === undefined) return ownerless(facts, slot, service, sameSlot);
+  if (service.owner === undefined) return ownerless(facts, slot, service, sameSlot, after);
   const ownerRef = service.owner;
-  const owner = podState(facts, ownerRef);
+  const owner = podState(facts, ownerRef, after);
   if (owner.state === 'unknown') return { needs: [owner.need] };
   if (owner.state === 'gone') return ownerGone(facts, slot, service, ownerRef, owner.how, rules, now);
 
@@ -284,7 +296,7 @@ function decideSlot(facts: Facts, slot: SlotFacts, rules: Rules, now: number): S
     return report('verified', 'executor gone; cool-down running');
   }
 
-  const recorded = recordedExecutorState(facts, slot, identity.executor);
+  const recorded = recordedExecutorState(facts, slot, identity.executor, after);
   if (recorded.state === 'unknown') return { needs: [recorded.need] };
 
   if (recorded.state === 'alive') {
@@ -298,10 +310,12 @@ function decideSlot(facts: Facts, slot: SlotFacts, rules: Rules, now: number): S
   // also need a fresh, complete list of the slot's pods: a running pod with the same driver
   // (only a tenant's copy can be one: Spark never reuses an executor id) still uses it.
   const claimants = slot.claimants;
-  if (claimants === undefined || !claimants.fresh) return { needs: [{ kind: 'claimants', slot }] };
+  if (claimants === undefined || !claimants.fresh || claimants.order <= after) return { needs: [{ kind: 'claimants', slot }] };
   const live = liveClaimants(facts, slot);
   if ('need' in live) return { needs: live.need };
-  const sameOwner = live.filter((c) => c.pod.controllerPod?.uid === ownerRef.uid);
+  // Only a copy that the Service still reaches keeps it: same driver, and its port is the
+  // Service's (a copy with another port would leave the slot unreachable for good).
+  const sameOwner = live.filter((c) => c.pod.controllerPod?.uid === ownerRef.uid && c.pod.port.ok && c.pod.port.port === service.port);
   if (sameOwner.length > 0) {
     const names = sameOwner.map((c) => c.pod.name).join(', ');
     if (service.goneAt !== undefined) {
@@ -362,15 +376,15 @@ function ownerGone(
  * It is removed once nothing could use it — its recorded executor is verified gone and no
  * running pod carries its labels — and otherwise left alone.
  */
-function ownerless(facts: Facts, slot: SlotFacts, service: ServiceFact, sameSlot: boolean): SlotDecision {
+function ownerless(facts: Facts, slot: SlotFacts, service: ServiceFact, sameSlot: boolean, after: number): SlotDecision {
   const report = (outcome: ReportOutcome, why: string): SlotDecision => ({ actions: [{ kind: 'report', slot, service: service.name, outcome, why }] });
   if (!sameSlot) return report('conflict', 'our label, no owner, and labels that do not name this slot; left untouched');
   if (service.executor !== undefined) {
-    const recorded = recordedExecutorState(facts, slot, service.executor);
+    const recorded = recordedExecutorState(facts, slot, service.executor, after);
     if (recorded.state === 'unknown') return { needs: [recorded.need] };
     if (recorded.state === 'alive') return report('conflict', `no owner, but its executor ${service.executor.name} runs; left untouched`);
   }
-  if (slot.claimants === undefined || !slot.claimants.fresh) return { needs: [{ kind: 'claimants', slot }] };
+  if (slot.claimants === undefined || !slot.claimants.fresh || slot.claimants.order <= after) return { needs: [{ kind: 'claimants', slot }] };
   const live = liveClaimants(facts, slot);
   if ('need' in live) return { needs: live.need };
   if (live.length > 0) return report('conflict', `no owner, but pod(s) ${live.map((c) => c.pod.name).join(', ')} carry its labels; left untouched`);

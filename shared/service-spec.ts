@@ -111,6 +111,8 @@ export interface ServiceFact {
   readonly shape: string;
   /** Keys of its selector: a merge patch must null the ones we do not want. */
   readonly selectorKeys: readonly string[];
+  /** Its first port's target (the port it forwards to), when it has one. */
+  readonly port: number | undefined;
 }
 
 export function serviceFact(service: Service): ServiceFact | undefined {
@@ -141,7 +143,14 @@ export function serviceFact(service: Service): ServiceFact | undefined {
     goneAt: annotations[EXECUTOR_GONE_AT_ANNOTATION],
     shape: shapeOf(service),
     selectorKeys: Object.keys(service.spec?.selector ?? {}),
+    port: targetPortOf(service),
   };
+}
+
+function targetPortOf(service: Service): number | undefined {
+  const first = service.spec?.ports?.[0];
+  const target = first?.targetPort ?? first?.port;
+  return typeof target === 'number' ? target : undefined;
 }
 
 /** The managed part of a Service, canonical, so that two shapes compare as strings. */
@@ -178,6 +187,7 @@ export function serviceFactFromCreated(body: ServiceBody, uid: string, resourceV
     goneAt: undefined,
     shape: shapeOf(body),
     selectorKeys: Object.keys(body.spec.selector),
+    port: body.spec.ports[0]?.targetPort,
   };
 }
 

@@ -68,7 +68,10 @@ async function reconcilePodHint(ctx: ReconcileContext, verb: Verb, pod: Pod, rea
   // A remembered Service made for another executor than the one the event names says nothing
   // about this one (a new run reusing the app id, a copy): read the slot afresh.
   const rememberedService = ctx.facts.services.get(podKey(namespace, executorServiceName(slot.appId, slot.execId)))?.value;
-  const serviceAgrees = rememberedService === undefined || rememberedService.executor?.uid === hint.uid;
+  // Nor does one marked gone while the event says its executor runs: read it afresh (the mark can
+  // only be wrong if something raced it, and only fresh reads can tell).
+  const serviceAgrees =
+    rememberedService === undefined || (rememberedService.executor?.uid === hint.uid && (goneHint || rememberedService.goneAt === undefined));
   const outcomes = await reconcileSlots(ctx, {
     namespace,
     slots: [slot],

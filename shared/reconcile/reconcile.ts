@@ -41,6 +41,8 @@ export interface ReconcileRequest {
     readonly claimants: (slot: SlotKey) => boolean;
     readonly services: boolean;
   };
+  /** Pods the caller only heard of (a sweep page, perhaps from an old list snapshot): they prompt reads, never prove anything. */
+  readonly hintPods?: readonly PodFact[];
   /** When listing a slot's pods, list this many following exec ids too: Spark creates executors in batches. */
   readonly claimantWindow?: number;
   /** Read every slot's Service before deciding (when most of them are expected to exist). */
@@ -150,18 +152,32 @@ class FactView {
   private count: Observation<number> | undefined;
   /** When the current round's reads began: a shared read started earlier is not fresh for it. */
   private roundStart = 0;
+  /**
+   * Orders this view's reads (Observation.order): a pod or list read gets the number of its
+   * start, a Service read the number of its end, so that "began after the Service was read" is
+   * a comparison. Remembered facts are 0: before everything.
+   */
+  private seq = 0;
+  private roundSeq = 0;
+  private nextOrder(): number {
+    return ++this.seq;
+  }
 
   constructor(ctx: ReconcileContext, request: ReconcileRequest) {
     this.ctx = ctx;
     this.request = request;
     this.namespace = request.namespace;
     const at = this.now();
+    // The caller read its pods before its Services (Reference mode: the pod, then the Services
+    // naming it); pods given only as hints (a sweep page, possibly from an old snapshot) count as
+    // remembered from long ago: they may justify nothing but a read.
     for (const pod of request.read?.pods ?? []) {
-      if ('absent' in pod) this.pods.set(pod.absent, { value: 'absent', at, fresh: true });
-      else this.notePod(pod, at);
+      if ('absent' in pod) this.pods.set(pod.absent, { value: 'absent', at, fresh: true, order: this.nextOrder() });
+      else this.notePod(pod, at, this.nextOrder());
     }
+    for (const pod of request.hintPods ?? []) this.pods.set(pod.name, { value: pod, at: 0, fresh: false, order: 0 });
     for (const { slot, service } of request.read?.services ?? []) {
-      this.services.set(slotKey(slot), { value: service, at, fresh: true });
+      this.services.set(slotKey(slot), { value: service, at, fresh: true, order: this.nextOrder() });
       if (service !== 'absent') this.cacheService(slot, service, at);
     }
   }
@@ -178,13 +194,13 @@ class FactView {
       let service = this.services.get(key);
       if (service === undefined && remembered?.services === true) {
         const cached = this.ctx.facts.services.get(podKey(ns, executorServiceName(slot.appId, slot.execId)));
-        if (cached !== undefined) service = { value: cached.value, at: cached.at, fresh: false };
+        if (cached !== undefined) service = { value: cached.value, at: cached.at, fresh: false, order: 0 };
       }
       let claimants = this.claimants.get(key);
       if (claimants === undefined && remembered?.claimants(slot) === true) {
         const cached = this.ctx.facts.claimants.get(slotCacheKey(ns, slot.appId, slot.execId));
         if (cached !== undefined) {
-          claimants = { value: cached.value, at: cached.at, fresh: false };
+          claimants = { value: cached.value, at: cached.at, fresh: false, order: 0 };
           for (const name of cached.value) this.rememberedPod(name);
         }
       }
@@ -209,7 +225,7 @@ class FactView {
   private rememberedPod(name: string): void {
     if (this.pods.has(name) || this.request.remembered?.pod(name) !== true) return;
     const cached = this.ctx.facts.pods.get(podKey(this.namespace, name));
-    if (cached !== undefined) this.pods.set(name, { value: cached.value, at: cached.at, fresh: false });
+    if (cached !== undefined) this.pods.set(name, { value: cached.value, at: cached.at, fresh: false, order: 0 });
   }
 
   forgetService(slot: SlotKey): void {
@@ -219,12 +235,12 @@ class FactView {
 
   /** Our own delete just succeeded: nothing of that name is left. */
   noteServiceAbsent(slot: SlotKey): void {
-    this.services.set(slotKey(slot), { value: 'absent', at: this.now(), fresh: true });
+    this.services.set(slotKey(slot), { value: 'absent', at: this.now(), fresh: true, order: this.nextOrder() });
   }
 
   rememberService(slot: SlotKey, service: ServiceFact): void {
     const at = this.now();
-    this.services.set(slotKey(slot), { value: service, at, fresh: true });
+    this.services.set(slotKey(slot), { value: service, at, fresh: true, order: this.nextOrder() });
     this.cacheService(slot, service, at);
   }
 
@@ -232,14 +248,15 @@ class FactView {
     if (service.identity !== undefined) this.ctx.facts.services.set(podKey(this.namespace, executorServiceName(slot.appId, slot.execId)), { value: service, at });
   }
 
-  private notePod(pod: PodFact, at: number): void {
-    this.pods.set(pod.name, { value: pod, at, fresh: true });
+  private notePod(pod: PodFact, at: number, order: number): void {
+    this.pods.set(pod.name, { value: pod, at, fresh: true, order });
     this.ctx.facts.pods.set(podKey(this.namespace, pod.name), { value: pod, at });
   }
 
   /** Reads what the decision needs: Services and claimants batched per application, pods one by one. */
   async read(needs: readonly Need[], forceGet: readonly SlotKey[]): Promise<void> {
     this.roundStart = this.now();
+    this.roundSeq = this.nextOrder();
     const byName = new Set(forceGet.map(slotKey));
     const serviceSlots = needs.flatMap((n) => (n.kind === 'service' ? [n.slot] : []));
     const claimantSlots = needs.flatMap((n) => (n.kind === 'claimants' ? [n.slot] : []));
@@ -265,7 +282,7 @@ class FactView {
     const read = await this.ctx.client.readService(this.namespace, name);
     const fact = read === undefined ? undefined : serviceFact(read);
     const at = this.now();
-    this.services.set(slotKey(slot), { value: fact ?? 'absent', at, fresh: true });
+    this.services.set(slotKey(slot), { value: fact ?? 'absent', at, fresh: true, order: this.nextOrder() });
     if (fact !== undefined) this.cacheService(slot, fact, at);
     else this.ctx.facts.services.delete(podKey(this.namespace, name));
   }
@@ -285,7 +302,7 @@ class FactView {
     for (const slot of slots) {
       // The list finds Services by our labels only; one of this name without them is seen on create (409) and then read by name.
       const fact = found.get(executorServiceName(slot.appId, slot.execId));
-      this.services.set(slotKey(slot), { value: fact ?? 'absent', at, fresh: true });
+      this.services.set(slotKey(slot), { value: fact ?? 'absent', at, fresh: true, order: this.nextOrder() });
       if (fact !== undefined) this.cacheService(slot, fact, at);
     }
   }
@@ -301,10 +318,10 @@ class FactView {
       const remaining = slots.filter((slot) => {
         const cached = this.ctx.facts.claimants.get(slotCacheKey(this.namespace, slot.appId, slot.execId));
         if (cached === undefined) return true;
-        this.claimants.set(slotKey(slot), { value: cached.value, at: shared.startedAt, fresh: false });
+        this.claimants.set(slotKey(slot), { value: cached.value, at: shared.startedAt, fresh: false, order: 0 });
         for (const name of cached.value) {
           const pod = this.ctx.facts.pods.get(podKey(this.namespace, name));
-          if (pod !== undefined && !this.pods.has(name)) this.pods.set(name, { value: pod.value, at: shared.startedAt, fresh: false });
+          if (pod !== undefined && !this.pods.has(name)) this.pods.set(name, { value: pod.value, at: shared.startedAt, fresh: false, order: 0 });
         }
         return false;
       });
@@ -329,6 +346,7 @@ class FactView {
   private async listClaimantIds(appId: string, ids: ReadonlySet<string>): Promise<void> {
     const selector = `${SPARK_APP_ID_LABEL}=${appId},${SPARK_ROLE_LABEL}=${SPARK_ROLE_EXECUTOR},${SPARK_EXECUTOR_ID_LABEL} in (${[...ids].join(',')})`;
     const byExec = new Map<string, string[]>([...ids].map((id) => [id, []]));
+    const order = this.nextOrder();
     await forEachPage(
       (token) => this.ctx.client.listPods(this.namespace, selector, this.ctx.config.sweepPageSize, token),
       (items) => {
@@ -336,14 +354,14 @@ class FactView {
         for (const item of items) {
           const fact = podFact(item, this.ctx.config.defaultBlockManagerPort);
           if (fact?.execId === undefined) continue;
-          this.notePod(fact, at);
+          this.notePod(fact, at, order);
           byExec.get(fact.execId)?.push(fact.name);
         }
       },
     );
     const at = this.now();
     for (const [execId, names] of byExec) {
-      this.claimants.set(slotKey({ appId, execId }), { value: names, at, fresh: true });
+      this.claimants.set(slotKey({ appId, execId }), { value: names, at, fresh: true, order });
       // An empty list is a negative fact: never remembered.
       if (names.length > 0) this.ctx.facts.claimants.set(slotCacheKey(this.namespace, appId, execId), { value: names, at });
       else this.ctx.facts.claimants.delete(slotCacheKey(this.namespace, appId, execId));
@@ -357,7 +375,11 @@ class FactView {
     const key = podKey(this.namespace, name);
     const shared = this.ctx.facts.podReads.get(key);
     let read = shared;
+    // Our own read is ordered at its start; a shared one that began in this round at the round's
+    // start (before anything read in this round, so never after a Service read alongside it).
+    let order = this.roundSeq;
     if (read === undefined) {
+      order = this.nextOrder();
       const entry = {
         startedAt: this.now(),
         read: this.ctx.client.readPod(this.namespace, name).then((pod) => (pod === undefined ? 'absent' : (podFact(pod, this.ctx.config.defaultBlockManagerPort) ?? 'absent'))),
@@ -370,21 +392,26 @@ class FactView {
       read = entry;
     }
     const value = await read.read;
-    const fresh = read.startedAt >= this.roundStart;
+    const fresh = read === shared ? read.startedAt > this.roundStart : true;
     const at = fresh ? this.now() : read.startedAt;
     if (value === 'absent') {
-      this.pods.set(name, { value, at, fresh });
+      this.pods.set(name, { value, at, fresh, order: fresh ? order : 0 });
       if (fresh) this.ctx.facts.pods.delete(key);
     } else {
-      this.pods.set(name, { value, at, fresh });
+      this.pods.set(name, { value, at, fresh, order: fresh ? order : 0 });
       this.ctx.facts.pods.set(key, { value, at });
     }
   }
 
+  /**
+   * A count remembered for up to a minute (kept current by our own creates and deletes) unless the
+   * decision asks again: it does when the remembered count says the cap is reached, because
+   * garbage collection and other instances change the count without telling this process.
+   */
   private async countServices(): Promise<void> {
     const known = this.ctx.facts.serviceCount(this.namespace);
-    if (known !== undefined && this.now() - known.at <= COUNT_MAX_AGE_MS) {
-      this.count = { value: known.value, at: known.at, fresh: false };
+    if (this.count === undefined && known !== undefined && this.now() - known.at <= COUNT_MAX_AGE_MS) {
+      this.count = { value: known.value, at: known.at, fresh: false, order: 0 };
       return;
     }
     let counting = this.ctx.facts.countReads.get(this.namespace);
@@ -410,7 +437,7 @@ class FactView {
     const count = await counting;
     // Our own creates since the count began are added to it as they happen (adjustServiceCount).
     const current = this.ctx.facts.serviceCount(this.namespace);
-    this.count = { value: Math.max(count, current?.value ?? 0), at: this.now(), fresh: true };
+    this.count = { value: Math.max(count, current?.value ?? 0), at: this.now(), fresh: true, order: this.nextOrder() };
   }
 }
 

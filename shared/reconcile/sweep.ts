@@ -35,10 +35,23 @@ export class SweepCursor {
   counted = 0;
   /** Complete rounds over every watched namespace, both passes. */
   rounds = 0;
+  running = false;
 }
 
 export async function sweep(ctx: ReconcileContext): Promise<EventResult> {
   const cursor = ctx.sweepCursor ?? new SweepCursor();
+  // One sweep at a time per process: two would share (and corrupt) the cursor. A tick that finds
+  // one running has nothing to add; the running one goes on from where it is.
+  if (cursor.running) return { action: 'swept', reason: 'a sweep is already running in this process', outcomes: [] };
+  cursor.running = true;
+  try {
+    return await sweepFromCursor(ctx, cursor);
+  } finally {
+    cursor.running = false;
+  }
+}
+
+async function sweepFromCursor(ctx: ReconcileContext, cursor: SweepCursor): Promise<EventResult> {
   const namespaces = ctx.config.namespaces;
   const started = Date.now();
   const overBudget = (): boolean => Date.now() - started >= ctx.config.sweepDeadlineMs / 2;
@@ -127,5 +140,7 @@ async function reconcileExecutorPage(ctx: ReconcileContext, namespace: string, p
     if (fact.appId !== undefined && fact.execId !== undefined && !fact.terminal) slots.push({ appId: fact.appId, execId: fact.execId });
   }
   if (slots.length === 0) return [];
-  return reconcileSlots(ctx, { namespace, slots, read: { pods: facts }, readServicesFirst: true });
+  // A continued page comes from the list snapshot of the sweep's first page, possibly minutes old:
+  // its pods are hints (what to look at), and each slot's pods are listed afresh.
+  return reconcileSlots(ctx, { namespace, slots, hintPods: facts, readServicesFirst: true });
 }
