@@ -35,6 +35,8 @@ import { Role } from 'kubernetes-models/rbac.authorization.k8s.io/v1/Role';
 import { RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding';
 import { ClusterRole } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole';
 import { ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding';
+import { PodMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PodMonitor';
+import { PrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule';
 
 const execFileAsync = promisify(execFile);
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -92,6 +94,8 @@ const BUILDS: Record<string, Expectation> = {
   'knative/overlays/dead-letter': { ...BASE, delivery: 'broker', deadLetter: true },
   'knative/overlays/cluster-wide': { ...BASE, rbac: 'cluster', namespace: 'spark-exec-svc', watch: ['spark-team-a', 'spark-team-b'] },
   'knative/overlays/func-deploy': { ...BASE, ksvc: false },
+  // The base plus a PodMonitor and a PrometheusRule (test/metrics-rules.test.ts checks them further).
+  'knative/overlays/monitoring': BASE,
 };
 
 // ---------------------------------------------------------------------------
@@ -120,6 +124,8 @@ const VALIDATORS: Validator[] = [
   { model: RoleBinding, typeModule: 'kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding', typeName: 'IRoleBinding', label: 'kubernetes-models rbac/v1 RoleBinding' },
   { model: ClusterRole, typeModule: 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole', typeName: 'IClusterRole', label: 'kubernetes-models rbac/v1 ClusterRole' },
   { model: ClusterRoleBinding, typeModule: 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding', typeName: 'IClusterRoleBinding', label: 'kubernetes-models rbac/v1 ClusterRoleBinding' },
+  { model: PodMonitor, typeModule: '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PodMonitor', typeName: 'IPodMonitor', label: '@kubernetes-models/prometheus-operator monitoring.coreos.com/v1 PodMonitor' },
+  { model: PrometheusRule, typeModule: '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule', typeName: 'IPrometheusRule', label: '@kubernetes-models/prometheus-operator monitoring.coreos.com/v1 PrometheusRule' },
 ];
 const validatorFor = (apiVersion: unknown, kind: unknown): Validator | undefined =>
   VALIDATORS.find((v) => v.model.apiVersion === apiVersion && v.model.kind === kind);

@@ -4,6 +4,7 @@ import { InvalidEventError, parseFunctionEvent } from '../../shared/events.ts';
 import type { CloudEventLike } from '../../shared/events.ts';
 import type { KubeClient } from '../../shared/kube/client.ts';
 import { KubeApiError } from '../../shared/kube/errors.ts';
+import { withRequestMetrics } from '../../shared/kube/instrumented-client.ts';
 import { withRetries } from '../../shared/kube/retrying-client.ts';
 import type { Logger } from '../../shared/log.ts';
 import type { Metrics } from '../../shared/metrics.ts';
@@ -35,16 +36,34 @@ export type Handled =
 const BASE_DELAY_MS = 50;
 const MAX_DELAY_MS = 2_000;
 
+/** The API client of each deps, counting and timing its requests: made once, used by every event. */
+const measuredClients = new WeakMap<HandlerDeps, KubeClient>();
+
+function measuredClient(deps: HandlerDeps): KubeClient {
+  let client = measuredClients.get(deps);
+  if (client === undefined) {
+    client = withRequestMetrics(deps.client, deps.metrics);
+    measuredClients.set(deps, client);
+  }
+  return client;
+}
+
 /** One CloudEvent in, one answer out. Never throws. */
 export async function handleEvent(deps: HandlerDeps, event: CloudEventLike, subject?: string): Promise<Handled> {
   const started = performance.now();
   const now = deps.now ?? (() => new Date());
   const fields: Record<string, unknown> = { eventId: event.id, eventType: event.type, subject };
   let handled: Handled;
+  let isSweep = false;
+  const cursor = deps.caches.sweepCursor;
+  const roundsBefore = cursor.rounds;
+  // A tick that finds a sweep running in this process does nothing (shared/reconcile/sweep.ts).
+  const sweepBusy = cursor.running;
   try {
     const parsed = parseFunctionEvent(event);
+    isSweep = parsed.kind === 'sweep';
     const deadline = Date.now() + (parsed.kind === 'sweep' ? deps.config.sweepDeadlineMs : deps.config.eventDeadlineMs);
-    const client = withRetries(deps.client, {
+    const client = withRetries(measuredClient(deps), {
       deadline,
       baseDelayMs: BASE_DELAY_MS,
       maxDelayMs: MAX_DELAY_MS,
@@ -52,12 +71,13 @@ export async function handleEvent(deps: HandlerDeps, event: CloudEventLike, subj
       now: () => Date.now(),
       sleep: deps.sleep ?? defaultSleep,
       onRetry: (error, attempt, delayMs) => {
-        deps.metrics.retries++;
+        deps.metrics.recordRetry(error);
         deps.log.debug('retrying API call', { ...fields, attempt, delayMs: Math.round(delayMs), status: error.status, reason: error.reason });
       },
     });
     const result = await reconcileEvent({ client, config: deps.config, now, log: deps.log, ...deps.caches }, parsed);
     handled = { status: 200, result, reply: replyFor(event, result) };
+    deps.metrics.recordServiceOutcomes(isSweep ? 'sweep' : 'event', result.outcomes);
     Object.assign(fields, { namespace: result.namespace, pod: result.pod, app: result.app, action: result.action, reason: result.reason });
     if (result.outcomes.length > 0) fields['services'] = result.outcomes;
   } catch (error) {
@@ -65,7 +85,15 @@ export async function handleEvent(deps: HandlerDeps, event: CloudEventLike, subj
     handled = failed;
     Object.assign(fields, { action: 'error', status: failed.status, error: failed.error });
   }
-  fields['latencyMs'] = Math.round((performance.now() - started) * 100) / 100;
+  const elapsedMs = performance.now() - started;
+  fields['latencyMs'] = Math.round(elapsedMs * 100) / 100;
+  if (isSweep) {
+    // A round over every watched namespace finished during this run if the cursor's count moved
+    // (one sweep at a time per process: no other run moved it meanwhile).
+    const result =
+      handled.status !== 200 ? 'failed' : sweepBusy ? 'already-running' : cursor.rounds > roundsBefore ? 'round-completed' : 'continues';
+    deps.metrics.recordSweep(result, elapsedMs / 1000, handled.status === 200 ? handled.result.outcomes : []);
+  }
   if (handled.status === 200) {
     deps.metrics.eventsHandled++;
     const action = handled.result.action;

@@ -21,7 +21,8 @@ async function main(): Promise<void> {
   const log = jsonLogger(config.logLevel);
   const kubeConfig = new k8s.KubeConfig();
   kubeConfig.loadFromDefault();
-  const metrics = newMetrics();
+  // Node's process metrics too (CPU, memory, event loop, GC): served at /metrics with the function's own.
+  const metrics = newMetrics({ processMetrics: true });
   const server = await startFunctionServer(
     { client: new CoreV1KubeClient(kubeConfig, config.requestTimeoutMs), config, log, metrics, caches: newProcessCaches() },
     { port: config.port },
@@ -39,7 +40,7 @@ async function main(): Promise<void> {
     stopping = true;
     log.info('shutting down', { signal, inFlight: server.inFlight() });
     void server.shutdown().then(() => {
-      log.info('stopped', { ...metrics });
+      log.info('stopped', metrics.summary());
       process.exit(0);
     });
   };

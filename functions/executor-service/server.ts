@@ -2,6 +2,7 @@ import { type IncomingMessage, type Server, type ServerResponse, createServer } 
 import { HTTP } from 'cloudevents';
 import type { CloudEventLike } from '../../shared/events.ts';
 import type { Logger } from '../../shared/log.ts';
+import { type EventOutcome, METRICS_PATH, type RefusedReason } from '../../shared/metrics.ts';
 import { type HandlerDeps, handleEvent } from './handler.ts';
 
 export const LIVENESS_PATH = '/health/liveness';
@@ -18,10 +19,18 @@ export interface FunctionServer {
 
 class HttpError extends Error {
   readonly status: number;
-  constructor(status: number, message: string) {
+  readonly reason: RefusedReason;
+  constructor(status: number, reason: RefusedReason, message: string) {
     super(message);
     this.status = status;
+    this.reason = reason;
   }
+}
+
+/** How one event was answered, for the metrics. */
+interface Answered {
+  readonly code: number;
+  readonly outcome: EventOutcome;
 }
 
 /** The function's HTTP face: CloudEvents on POST /, health probes, graceful shutdown. */
@@ -30,21 +39,47 @@ export async function startFunctionServer(deps: HandlerDeps, options: { port: nu
   let draining = false;
   const drained: Array<() => void> = [];
   const log: Logger = deps.log;
+  const metrics = deps.metrics;
+  metrics.attach({
+    facts: deps.caches.facts,
+    namespaces: deps.config.namespaces,
+    maxServicesPerNamespace: deps.config.maxServicesPerNamespace,
+    inFlight: () => inFlight,
+  });
 
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method === 'GET' && path === LIVENESS_PATH) return sendJson(res, 200, { status: 'ok' });
     if (req.method === 'GET' && path === READINESS_PATH) return sendJson(res, draining ? 503 : 200, { status: draining ? 'draining' : 'ready' });
-    if (path !== '/') return sendJson(res, 404, { error: `no route for ${req.method} ${path}` });
-    if (req.method !== 'POST') return sendJson(res, 405, { error: 'CloudEvents are accepted with POST /' }, { allow: 'POST' });
+    if (req.method === 'GET' && path === METRICS_PATH) return void serveMetrics(res);
+    if (path !== '/') {
+      metrics.recordRefused('unknown-path');
+      return sendJson(res, 404, { error: `no route for ${req.method} ${path}` });
+    }
+    if (req.method !== 'POST') {
+      metrics.recordRefused('method-not-allowed');
+      return sendJson(res, 405, { error: 'CloudEvents are accepted with POST /' }, { allow: 'POST' });
+    }
     inFlight++;
-    void serveEvent(req, res)
-      .catch((error: unknown) => {
+    const started = performance.now();
+    // The type until the event is parsed: the binary-mode header (only known types become label values).
+    const seen: { type: unknown } = { type: req.headers['ce-type'] };
+    void serveEvent(req, res, seen)
+      .catch((error: unknown): Answered => {
         const status = error instanceof HttpError ? error.status : 500;
         const message = error instanceof Error ? error.message : String(error);
         if (status >= 500) log.error('request failed', { error: message });
         else log.warn('request rejected', { status, error: message });
+        if (error instanceof HttpError && status < 500) metrics.recordRefused(error.reason);
         if (!res.headersSent) sendJson(res, status, { error: message });
+        return { code: status, outcome: status >= 500 ? 'failed' : 'rejected' };
+      })
+      .then((answered) => {
+        try {
+          metrics.recordEvent(seen.type, answered.outcome, answered.code, (performance.now() - started) / 1000);
+        } catch (error) {
+          log.error('metrics failed', { error: error instanceof Error ? error.message : String(error) });
+        }
       })
       .finally(() => {
         inFlight--;
@@ -54,19 +89,37 @@ export async function startFunctionServer(deps: HandlerDeps, options: { port: nu
   server.requestTimeout = Math.max(deps.config.eventDeadlineMs, deps.config.sweepDeadlineMs) + 10_000;
   server.headersTimeout = 10_000;
 
-  async function serveEvent(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async function serveEvent(req: IncomingMessage, res: ServerResponse, seen: { type: unknown }): Promise<Answered> {
     const body = await readBody(req, deps.config.maxBodyBytes);
     const event = toCloudEvent(req, body);
+    seen.type = event.type;
     const handled = await handleEvent(deps, event, typeof event.subject === 'string' ? event.subject : undefined);
-    if (handled.status !== 200) return sendJson(res, handled.status, { error: handled.error });
+    if (handled.status !== 200) {
+      sendJson(res, handled.status, { error: handled.error });
+      if (handled.status === 400) metrics.recordRefused('invalid-event');
+      return { code: handled.status, outcome: handled.status === 400 ? 'rejected' : 'failed' };
+    }
     if (deps.config.replyMode === 'none') {
       res.writeHead(204);
       res.end();
-      return;
+      return { code: 204, outcome: handled.result.action };
     }
     const message = HTTP.binary(handled.reply);
     res.writeHead(200, message.headers as Record<string, string>);
     res.end(typeof message.body === 'string' ? message.body : JSON.stringify(message.body));
+    return { code: 200, outcome: handled.result.action };
+  }
+
+  async function serveMetrics(res: ServerResponse): Promise<void> {
+    try {
+      const { contentType, body } = await metrics.exposition();
+      res.writeHead(200, { 'content-type': contentType, 'content-length': Buffer.byteLength(body) });
+      res.end(body);
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      log.error('metrics failed', { error: message });
+      if (!res.headersSent) sendJson(res, 500, { error: message });
+    }
   }
 
   await new Promise<void>((resolve, reject) => {
@@ -104,14 +157,14 @@ async function readBody(req: IncomingMessage, limit: number): Promise<string> {
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit) {
     req.resume();
-    throw new HttpError(413, `body of ${declared} bytes exceeds the limit of ${limit} bytes`);
+    throw new HttpError(413, 'body-too-large', `body of ${declared} bytes exceeds the limit of ${limit} bytes`);
   }
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
     const buffer = chunk as Buffer;
     size += buffer.length;
-    if (size > limit) throw new HttpError(413, `body exceeds the limit of ${limit} bytes`);
+    if (size > limit) throw new HttpError(413, 'body-too-large', `body exceeds the limit of ${limit} bytes`);
     chunks.push(buffer);
   }
   return Buffer.concat(chunks).toString('utf8');
@@ -127,24 +180,24 @@ function toCloudEvent(req: IncomingMessage, body: string): CloudEventLike & { su
   const declared = declaredAttributes(headers, body);
   if (declared !== undefined) {
     const missing = REQUIRED_ATTRIBUTES.filter((name) => declared[name] === undefined || declared[name] === '');
-    if (missing.length > 0) throw new HttpError(400, `not a valid CloudEvent: missing required attribute(s) ${missing.join(', ')}`);
+    if (missing.length > 0) throw new HttpError(400, 'not-a-cloudevent', `not a valid CloudEvent: missing required attribute(s) ${missing.join(', ')}`);
     if (!SPEC_VERSIONS.includes(declared['specversion']!)) {
-      throw new HttpError(400, `not a valid CloudEvent: specversion ${JSON.stringify(declared['specversion']!.slice(0, 20))} is not supported (1.0 or 0.3)`);
+      throw new HttpError(400, 'not-a-cloudevent', `not a valid CloudEvent: specversion ${JSON.stringify(declared['specversion']!.slice(0, 20))} is not supported (1.0 or 0.3)`);
     }
   }
   let parsed: unknown;
   try {
     parsed = HTTP.toEvent({ headers, body });
   } catch (error) {
-    throw new HttpError(400, `not a valid CloudEvent: ${error instanceof Error ? error.message : String(error)}`);
+    throw new HttpError(400, 'not-a-cloudevent', `not a valid CloudEvent: ${error instanceof Error ? error.message : String(error)}`);
   }
-  if (Array.isArray(parsed)) throw new HttpError(400, 'batched CloudEvents are not accepted: send one event per request');
+  if (Array.isArray(parsed)) throw new HttpError(400, 'batch', 'batched CloudEvents are not accepted: send one event per request');
   const event = parsed as import('cloudevents').CloudEvent<unknown>;
   try {
     event.validate();
   } catch (error) {
     const detail = (error as { errors?: unknown }).errors;
-    throw new HttpError(400, `invalid CloudEvent: ${error instanceof Error ? error.message : String(error)}${detail === undefined ? '' : ` ${JSON.stringify(detail).slice(0, 300)}`}`);
+    throw new HttpError(400, 'not-a-cloudevent', `invalid CloudEvent: ${error instanceof Error ? error.message : String(error)}${detail === undefined ? '' : ` ${JSON.stringify(detail).slice(0, 300)}`}`);
   }
   return event;
 }

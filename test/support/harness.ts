@@ -31,6 +31,8 @@ export interface HarnessOptions {
   readonly now?: () => Date;
   /** Share another harness's API server (e.g. two function instances); it is then not stopped by close(). */
   readonly emulator?: KubeEmulator;
+  /** The function's metrics (its own prom-client Registry); default: a new one without Node's process metrics. */
+  readonly metrics?: Metrics;
 }
 
 export async function startHarness(env: Record<string, string> = {}, opts: HarnessOptions = {}): Promise<Harness> {
@@ -38,7 +40,7 @@ export async function startHarness(env: Record<string, string> = {}, opts: Harne
   const config = loadConfig({ WATCH_NAMESPACES: 'spark', BLOCK_MANAGER_PORT: '7079', LOG_LEVEL: 'debug', ...env }, () => undefined);
   const logs: Array<Record<string, unknown>> = [];
   const log = opts.logger ?? jsonLogger('debug', (line) => logs.push(JSON.parse(line) as Record<string, unknown>));
-  const metrics = newMetrics();
+  const metrics = opts.metrics ?? newMetrics();
   const fn = await startFunctionServer(
     {
       client: new CoreV1KubeClient(emulator.kubeConfig(), config.requestTimeoutMs),
