@@ -3,8 +3,10 @@
  * emulator on loopback (test/kube-emulator). Scripts, not timed tests: prints tables and writes
  * .bench-results/bench.json so that runs can be compared. See docs/performance.md.
  *
- *   node bench/run.ts [--only overhead,lifecycle,burst,coldstart,memory] [--n 1000]
+ *   node bench/run.ts [--only sequential,overhead,lifecycle,burst,coldstart,memory] [--n 1000]
  *                     [--api-latency-ms 5] [--cold-runs 5] [--memory-events 10000] [--warmup 200]
+ *                     [--seq-executors 100] [--seq-reps 3] [--seq-latencies 0,5,20]
+ *                     [--paced-rates 5,10,20] [--paced-batches 6] [--noop-events 5000] [--large-app 1000]
  *                     [--profile] [--quick] [--out .bench-results/bench.json]
  *                     [--entry path/to/functions/executor-service/main.ts]  (e.g. another checkout)
  *
@@ -25,9 +27,10 @@ import { fmtMiB, fmtMs, fmtX, ratio, table } from './lib/stats.ts';
 import { type ColdStartResult, runColdStart } from './sections/coldstart.ts';
 import { type LifecycleResult, runLifecycle } from './sections/lifecycle.ts';
 import { type MemoryResult, runMemory } from './sections/memory.ts';
+import { type SequentialResult, runSequential, STEPS, TARGETS as SEQ_TARGETS } from './sections/sequential.ts';
 import { type RunOptions, type VariantResult, runBareClient, runFunction } from './sections/throughput.ts';
 
-const SECTIONS = ['overhead', 'lifecycle', 'burst', 'coldstart', 'memory'] as const;
+const SECTIONS = ['sequential', 'overhead', 'lifecycle', 'burst', 'coldstart', 'memory'] as const;
 type Section = (typeof SECTIONS)[number];
 
 const TARGET_RATIO = 1.2;
@@ -41,6 +44,13 @@ const { values } = parseArgs({
     'cold-runs': { type: 'string' },
     'memory-events': { type: 'string' },
     warmup: { type: 'string' },
+    'seq-executors': { type: 'string' },
+    'seq-reps': { type: 'string' },
+    'seq-latencies': { type: 'string' },
+    'paced-rates': { type: 'string' },
+    'paced-batches': { type: 'string' },
+    'noop-events': { type: 'string' },
+    'large-app': { type: 'string' },
     profile: { type: 'boolean', default: false },
     quick: { type: 'boolean', default: false },
     out: { type: 'string' },
@@ -50,7 +60,11 @@ const { values } = parseArgs({
   strict: true,
 });
 if (values.help) {
-  console.log('usage: node bench/run.ts [--only overhead,lifecycle,burst,coldstart,memory] [--n 1000] [--api-latency-ms 5] [--cold-runs 5] [--memory-events 10000] [--warmup 200] [--profile] [--quick] [--out FILE] [--entry MAIN_TS]');
+  console.log(
+    'usage: node bench/run.ts [--only sequential,overhead,lifecycle,burst,coldstart,memory] [--n 1000] [--api-latency-ms 5] [--cold-runs 5] [--memory-events 10000] [--warmup 200]\n' +
+      '                         [--seq-executors 100] [--seq-reps 3] [--seq-latencies 0,5,20] [--paced-rates 5,10,20] [--paced-batches 6] [--noop-events 5000] [--large-app 1000]\n' +
+      '                         [--profile] [--quick] [--out FILE] [--entry MAIN_TS]',
+  );
   process.exit(0);
 }
 const int = (text: string | undefined, fallback: number, name: string): number => {
@@ -68,6 +82,15 @@ const API_LATENCY_MS = int(values['api-latency-ms'], 5, 'api-latency-ms');
 const COLD_RUNS = Math.max(1, int(values['cold-runs'], quick ? 3 : 5, 'cold-runs'));
 const MEMORY_EVENTS = int(values['memory-events'], quick ? 2000 : 10_000, 'memory-events');
 const WARMUP = int(values.warmup, quick ? 50 : 200, 'warmup');
+const SEQ_EXECUTORS = Math.max(1, int(values['seq-executors'], quick ? 20 : 100, 'seq-executors'));
+const SEQ_REPS = Math.max(1, int(values['seq-reps'], quick ? 1 : 3, 'seq-reps'));
+const list = (text: string | undefined, fallback: readonly number[], name: string): number[] =>
+  text === undefined ? [...fallback] : text.split(',').map((x) => int(x.trim(), 0, name));
+const SEQ_LATENCIES = list(values['seq-latencies'], [0, 5, 20], 'seq-latencies');
+const PACED_RATES = list(values['paced-rates'], [5, 10, 20], 'paced-rates').filter((r) => r > 0);
+const PACED_BATCHES = int(values['paced-batches'], quick ? 2 : 6, 'paced-batches');
+const NOOP_EVENTS = Math.max(1, int(values['noop-events'], quick ? 1000 : 5000, 'noop-events'));
+const LARGE_APP = int(values['large-app'], quick ? 200 : 1000, 'large-app');
 const only = new Set<Section>(
   values.only === undefined
     ? SECTIONS
@@ -96,7 +119,29 @@ const t0 = performance.now();
 log(`spark-exec-svc bench — node ${process.version}, ${os.cpus().length} CPU(s) ${os.cpus()[0]?.model ?? ''}, load ${loadBefore.map((l) => l.toFixed(2)).join(' ')}`);
 log(`N=${N}, warm-up ${WARMUP}, sections: ${[...only].join(', ')}${values.entry === undefined ? '' : `, entry ${ENTRY}`}\n`);
 
-// ---- 1. overhead ---------------------------------------------------------------------------
+// ---- 1. sequential ----------------------------------------------------------------------------
+let sequential: SequentialResult | undefined;
+if (only.has('sequential')) {
+  log(`1. Sequential, as users see it: the adapter's one-at-a-time sender, apps of ${SEQ_EXECUTORS} executors at ${SEQ_LATENCIES.join('/')} ms per API call (${SEQ_REPS} run(s) each), vs a sequential client-node floor`);
+  sequential = await runSequential({
+    entry: ENTRY,
+    resultsDir: RESULTS_DIR,
+    profileDir: PROFILE_DIR,
+    latenciesMs: SEQ_LATENCIES,
+    executors: SEQ_EXECUTORS,
+    reps: SEQ_REPS,
+    pacedRates: PACED_RATES,
+    pacedBatches: PACED_BATCHES,
+    noopEvents: NOOP_EVENTS,
+    largeApp: LARGE_APP,
+    profile: values.profile,
+    log,
+  });
+  failures.push(...sequential.failures);
+  log('');
+}
+
+// ---- 2. overhead ---------------------------------------------------------------------------
 interface OverheadPair {
   readonly concurrency: number;
   readonly apiLatencyMs: number;
@@ -132,7 +177,7 @@ async function pair(concurrency: number, n: number, apiLatencyMs: number, withRe
 }
 
 if (only.has('overhead')) {
-  log('1. Overhead per event: function (HTTP in → Service created) vs bare client-node createNamespacedService');
+  log('2. Overhead per event: function (HTTP in → Service created) vs bare client-node createNamespacedService');
   overhead.push(await pair(1, N, 0, true, values.profile));
   overhead.push(await pair(16, N, 0, true, false));
   if (API_LATENCY_MS > 0) {
@@ -142,37 +187,37 @@ if (only.has('overhead')) {
   log('');
 }
 
-// ---- 2. lifecycle --------------------------------------------------------------------------
+// ---- 3. lifecycle --------------------------------------------------------------------------
 let lifecycle: LifecycleResult | undefined;
 if (only.has('lifecycle')) {
-  log('2. API calls per executor lifecycle (events as Kubernetes emits them; one executor, and apps of 20 delivered in batch and paced)');
+  log('3. API calls per executor lifecycle (events as Kubernetes emits them; one executor, and apps of 20 delivered in batch and paced)');
   lifecycle = await runLifecycle({ entry: ENTRY, resultsDir: RESULTS_DIR, log });
   failures.push(...lifecycle.failures);
   log('');
 }
 
-// ---- 3. burst ------------------------------------------------------------------------------
+// ---- 4. burst ------------------------------------------------------------------------------
 let burst: OverheadPair | undefined;
 if (only.has('burst')) {
-  log(`3. Burst: ${N} executors at once, concurrency 64`);
+  log(`4. Burst: ${N} executors at once, concurrency 64`);
   burst = await pair(64, N, 0, true, false);
   log('');
 }
 
-// ---- 4. cold start -------------------------------------------------------------------------
+// ---- 5. cold start -------------------------------------------------------------------------
 let cold: ColdStartResult | undefined;
 if (only.has('coldstart')) {
-  log(`4. Cold start: spawn → first event answered (median of ${COLD_RUNS})`);
+  log(`5. Cold start: spawn → first event answered (median of ${COLD_RUNS})`);
   cold = await runColdStart({ runs: COLD_RUNS, resultsDir: RESULTS_DIR, log });
   failures.push(...cold.failures);
   for (const v of cold.variants) log(`  ${v.name.padEnd(52)} listening ${v.medianListeningMs} ms, first answer ${v.medianFirstAnswerMs} ms${v.error === undefined ? '' : ` (${v.error})`}`);
   log('');
 }
 
-// ---- 5. memory -----------------------------------------------------------------------------
+// ---- 6. memory -----------------------------------------------------------------------------
 let memory: MemoryResult | undefined;
 if (only.has('memory')) {
-  log(`5. Memory: RSS over ${MEMORY_EVENTS} events`);
+  log(`6. Memory: RSS over ${MEMORY_EVENTS} events`);
   memory = await runMemory({ entry: ENTRY, events: MEMORY_EVENTS, resultsDir: RESULTS_DIR, log });
   failures.push(...memory.failures);
   log(`  heap after GC ${memory.samples.filter((s) => s.events % 5000 === 0 || s.events === 1000).map((s) => `${s.events / 1000}k: ${fmtMiB(s.heapUsedKiB)}`).join(', ')}`);
@@ -186,6 +231,31 @@ const ratioRows: string[][] = [];
 const meets = (x: number, target: number): string => (x <= target ? 'yes' : 'no');
 /** A call count or average: whole numbers as they are, averages to 2 decimals. */
 const fmtCalls = (x: number): string => (Number.isInteger(x) ? String(x) : x.toFixed(2));
+if (sequential !== undefined) {
+  const n = sequential.executors;
+  const atTarget = (lat: number): boolean => lat === SEQ_TARGETS.atLatencyMs;
+  for (const r of sequential.latencies) {
+    const m = r.median;
+    ratioRows.push([`sequential scale-up, ${n} executors × 5 events, ${r.latencyMs} ms/call${atTarget(r.latencyMs) ? ` (≤ ${SEQ_TARGETS.scaleUpRatio}×)` : ''}`, `${fmtMs(m.scaleUpMs)} ms`, `${fmtMs(m.floorCreateMs)} ms`, fmtX(m.scaleUpRatio), '', atTarget(r.latencyMs) ? meets(m.scaleUpRatio, SEQ_TARGETS.scaleUpRatio) : '-']);
+  }
+  for (const r of sequential.latencies) {
+    const m = r.median;
+    ratioRows.push([`sequential teardown, ${n} executors, ${r.latencyMs} ms/call${atTarget(r.latencyMs) ? ` (≤ ${SEQ_TARGETS.teardownRatio}×)` : ''}`, `${fmtMs(m.teardownMs)} ms`, `${fmtMs(m.floorDeleteMs)} ms`, fmtX(m.teardownRatio), '', atTarget(r.latencyMs) ? meets(m.teardownRatio, SEQ_TARGETS.teardownRatio) : '-']);
+  }
+  for (const p of sequential.perExecutor) {
+    ratioRows.push([`API calls per executor, three-event termination, ${p.latencyMs} ms/call`, fmtCalls(p.termination), `target ${SEQ_TARGETS.terminationCalls}`, '', '', meets(p.termination, SEQ_TARGETS.terminationCalls)]);
+  }
+  if (sequential.longestEvent !== undefined) {
+    ratioRows.push([`longest single event, ${SEQ_TARGETS.atLatencyMs} ms/call`, `${fmtMs(sequential.longestEvent.ms)} ms`, `target ${SEQ_TARGETS.maxEventMs} ms`, fmtX(sequential.longestEvent.ms / SEQ_TARGETS.maxEventMs), '', meets(sequential.longestEvent.ms, SEQ_TARGETS.maxEventMs)]);
+  }
+  if (sequential.noop !== undefined) {
+    ratioRows.push([`no-op update: API calls (${sequential.noop.events} events)`, String(sequential.noop.calls), 'target 0', '', '', sequential.noop.calls === 0 ? 'yes' : 'no']);
+    ratioRows.push([`no-op update: function CPU per event`, `${sequential.noop.cpuMsPerEvent} ms`, `target ${SEQ_TARGETS.noopCpuMs} ms`, fmtX(sequential.noop.cpuMsPerEvent / SEQ_TARGETS.noopCpuMs), '', meets(sequential.noop.cpuMsPerEvent, SEQ_TARGETS.noopCpuMs)]);
+  }
+  for (const p of sequential.paced) {
+    ratioRows.push([`paced ${p.podsPerSecond} pods/s, ${p.latencyMs} ms/call: pod created → Service, p99`, `${fmtMs(p.lagMs.p99)} ms`, '-', '', '', '-']);
+  }
+}
 for (const p of overhead) {
   const label = `c=${p.concurrency}${p.apiLatencyMs > 0 ? `, +${p.apiLatencyMs} ms/API call` : ''}`;
   const r50 = ratio(p.fn.latency.p50Ms, p.floor.latency.p50Ms);
@@ -236,6 +306,7 @@ if (memory !== undefined) {
 log(`=== Summary (one run, ${(totalMs / 1000).toFixed(0)} s; load ${loadBefore[0]!.toFixed(2)} → ${loadAfter[0]!.toFixed(2)}) ===\n`);
 log(table(['measure', 'function', 'floor / target', 'ratio', 'vs floor+reuse', `≤ target`], ratioRows));
 
+if (sequential !== undefined) printSequential(sequential);
 if (overhead.length > 0 || burst !== undefined) {
   log('\nWhere the CPU goes (ms of CPU per event, per process; 10 ms clock resolution over the run):');
   const rows: string[][] = [];
@@ -314,14 +385,151 @@ if (memory !== undefined) {
   log(table(['cache', 'capacity', 'inserted', 'size after', 'bytes/entry', 'ceiling'], memory.caches.map((c) => [c.name, String(c.capacity), String(c.inserted), String(c.sizeAfter), String(c.bytesPerEntry), `${c.ceilingMiB} MiB`])));
 }
 
+function printSequential(seq: SequentialResult): void {
+  const n = seq.executors;
+  const pps = (count: number, ms: number): string => (ms > 0 ? String(Math.round((count / ms) * 1000)) : '-');
+  log(`\nSequential scale-up (median of ${seq.reps}; ${n} executors in batches of ${seq.batchSize}, each batch: adds, then scheduled, creating, running, ready updates; busy time of the namespace's stream; floor: ${n} createNamespacedService one after another):`);
+  log(
+    table(
+      ['ms/call', 'scale-up, 5 events/executor', 'last Service exists', 'floor: creates', 'ratio scale-up', 'ratio last Service', 'pods/s (fn / floor)', 'events/s', 'fn CPU ms/event', 'ratios per run', '(floor+reuse, ratio)'],
+      seq.latencies.map((r) => {
+        const m = r.median;
+        const events = n * 5;
+        return [
+          String(r.latencyMs),
+          `${fmtMs(m.scaleUpMs)} ms`,
+          `${fmtMs(m.lastServiceMs)} ms`,
+          `${fmtMs(m.floorCreateMs)} ms`,
+          fmtX(m.scaleUpRatio),
+          fmtX(m.lastServiceRatio),
+          `${pps(n, m.scaleUpMs)} / ${pps(n, m.floorCreateMs)}`,
+          pps(events, m.scaleUpMs),
+          String(m.scaleUpCpuMsPerEvent),
+          r.apps.map((a, i) => (a.scaleUpMs / r.floors[i]!.createMs).toFixed(2)).join(' '),
+          `${fmtMs(m.reuseCreateMs)} ms, ${fmtX(m.scaleUpMs / m.reuseCreateMs)}`,
+        ];
+      }),
+    ),
+  );
+  log(`\nSequential teardown (median of ${seq.reps}; deletionTimestamp, phase Failed and delete for every executor, then the driver's Succeeded and delete; floor: ${n} deleteNamespacedService one after another):`);
+  log(
+    table(
+      ['ms/call', 'teardown', 'Services gone (after driver Succeeded)', 'floor: deletes', 'ratio teardown', 'events/s', 'fn CPU ms/event', 'ratios per run', '(floor+reuse, ratio)'],
+      seq.latencies.map((r) => {
+        const m = r.median;
+        return [String(r.latencyMs), `${fmtMs(m.teardownMs)} ms`, `${fmtMs(m.servicesGoneMs)} ms`, `${fmtMs(m.floorDeleteMs)} ms`, fmtX(m.teardownRatio), pps(n * 3 + 2, m.teardownMs), String(m.teardownCpuMsPerEvent), r.apps.map((a, i) => (a.teardownMs / r.floors[i]!.deleteMs).toFixed(2)).join(' '), `${fmtMs(m.reuseDeleteMs)} ms, ${fmtX(m.teardownMs / m.reuseDeleteMs)}`];
+      }),
+    ),
+  );
+  log('\nWhere the stream\'s time goes: mean ms per executor by group of steps (all runs), against the floor\'s one write per executor:');
+  const groups = Object.keys(seq.latencies[0]?.timePerExecutor ?? {});
+  log(
+    table(
+      ['group of steps', ...seq.latencies.map((r) => `${r.latencyMs} ms/call`)],
+      [
+        ...groups.map((g) => [g, ...seq.latencies.map((r) => fmtMs(r.timePerExecutor[g] ?? 0))]),
+        ['floor: one create', ...seq.latencies.map((r) => fmtMs(r.median.floorCreateMs / n))],
+        ['floor: one delete', ...seq.latencies.map((r) => fmtMs(r.median.floorDeleteMs / n))],
+        ['(floor+reuse: one create)', ...seq.latencies.map((r) => fmtMs(r.median.reuseCreateMs / n))],
+        ['(floor+reuse: one delete)', ...seq.latencies.map((r) => fmtMs(r.median.reuseDeleteMs / n))],
+      ],
+    ),
+  );
+  log('\nAPI calls per event, by step of an executor\'s life (all runs; ✓0 = asserted zero):');
+  const noOp = new Set<string>(['driver: add (Pending)', 'driver: update Running', 'update: scheduled', 'update: creating', 'update: running', 'update: ready', 'update: deletionTimestamp (still Running)']);
+  const at = (lat: number, step: string) => seq.steps.find((s) => s.latencyMs === lat)?.stats.find((x) => x.step === step);
+  const lats = seq.steps.map((s) => s.latencyMs);
+  const top = lats[lats.length - 1];
+  log(
+    table(
+      ['step', 'events/run', ...lats.map((l) => `${l} ms/call`), `calls (${top} ms/call, all runs)`],
+      STEPS.flatMap((step) => {
+        const last = top === undefined ? undefined : at(top, step);
+        if (last === undefined) return [];
+        return [[
+          step,
+          String(last.events / seq.reps),
+          ...lats.map((l) => {
+            const st = at(l, step);
+            return st === undefined ? '-' : `${fmtCalls(st.callsPerEvent)}${noOp.has(step) ? (st.callsPerEvent === 0 ? ' ✓0' : ' FAILED') : ''}`;
+          }),
+          Object.entries(last.calls).map(([k, v]) => `${v} ${k}`).join(', ') || '0',
+        ]];
+      }),
+    ),
+  );
+  log(table(['ms/call', 'scale-up (add + 4 updates)', `termination (3 events, ≤ ${SEQ_TARGETS.terminationCalls})`, 'driver (4 events, shared)', 'total per executor'], seq.perExecutor.map((p) => [String(p.latencyMs), fmtCalls(p.scaleUp), fmtCalls(p.termination), fmtCalls(p.driver), fmtCalls(p.total)])));
+  log('\nPer-event latency by kind, p50 / p99 / max ms (the time the event holds its namespace; all runs):');
+  log(
+    table(
+      ['step', ...lats.map((l) => `${l} ms/call`)],
+      STEPS.flatMap((step) => {
+        if (lats.every((l) => at(l, step) === undefined)) return [];
+        return [[step, ...lats.map((l) => {
+          const st = at(l, step);
+          return st === undefined ? '-' : `${fmtMs(st.p50Ms)} / ${fmtMs(st.p99Ms)} / ${fmtMs(st.maxMs)}`;
+        })]];
+      }),
+    ),
+  );
+  if (seq.paced.length > 0) {
+    log(`\nPaced scale-up at Spark's allocation rates (one batch a second; updates as the pods start: scheduled +20 ms, creating +300 ms, running +2 s, ready +2.1 s):`);
+    log(table(['pods/s', 'ms/call', 'pods', 'events', 'lag p50', 'lag p99', 'lag max', 'max queued', 'stream busy', 'API calls/pod'], seq.paced.map((p) => [String(p.podsPerSecond), String(p.latencyMs), String(p.pods), String(p.events), `${fmtMs(p.lagMs.p50)} ms`, `${fmtMs(p.lagMs.p99)} ms`, `${fmtMs(p.lagMs.max)} ms`, String(p.maxQueued), `${Math.round(p.busy * 100)} %`, (p.calls / p.pods).toFixed(2)])));
+  }
+  if (seq.noop !== undefined) {
+    const o = seq.noop;
+    log(`\nNo-op updates: ${o.rounds} × ${o.events} sequential status updates of running executors (${seq.podBytes.ready} B each), medians; CPU from /proc over each round; the HTTP floor is a bare node:http server that reads the body, parses its JSON and answers 204, fed the same way in between:`);
+    const rows = [['function', String(o.calls), String(o.cpuMsPerEvent), String(o.userMsPerEvent), String(o.systemMsPerEvent), fmtMs(o.p50Ms), fmtMs(o.p99Ms), o.perRound.join(' ')]];
+    if (o.httpFloor !== undefined) rows.push(['HTTP floor', '-', String(o.httpFloor.cpuMsPerEvent), String(o.httpFloor.userMsPerEvent), String(o.httpFloor.systemMsPerEvent), fmtMs(o.httpFloor.p50Ms), fmtMs(o.httpFloor.p99Ms), o.httpFloorPerRound.join(' ')]);
+    log(table(['process', 'API calls', `CPU ms/event (≤ ${SEQ_TARGETS.noopCpuMs})`, 'user', 'system', 'round trip p50 ms', 'p99 ms', 'CPU per round'], rows));
+    if (o.profile !== undefined) {
+      // The sampler counts wall time: right after the function writes its answer, the kernel wakes
+      // the sender and, on few cores, often runs it first; those samples land in the write
+      // (writeLatin1String) while the function is off the CPU (its system time stays small).
+      const WRITE = 'native: writeLatin1String';
+      const write = o.profile.groups.find((g) => g.group === WRITE)?.ms ?? 0;
+      const rest = o.profile.totalMs - write;
+      const us = (ms: number): string => String(Math.round((ms * 1000) / o.events));
+      log(`CPU profile of those updates (second process, sampled through the inspector, ${o.events} events; ${o.profile.totalMs} ms busy; ${o.profileFile}). "% w/o write": share without ${WRITE}, mostly time off the CPU after the answer is written:`);
+      log(table(['group (self time)', 'ms', 'µs/event', '%', '% w/o write'], o.profile.groups.map((g) => [g.group, String(g.ms), us(g.ms), String(g.share), g.group === WRITE ? '-' : ((g.ms / rest) * 100).toFixed(1)])));
+      log(table(['function (self time)', 'ms', 'µs/event', '%'], o.profile.functions.map((g) => [g.fn, String(g.ms), us(g.ms), String(g.share)])));
+    }
+  }
+  if (seq.largeApp !== undefined) {
+    log(`\nAn application of ${seq.largeApp.executors} executors ends, ${seq.largeApp.latencyMs} ms/call (one event each; target ≤ ${SEQ_TARGETS.maxEventMs} ms):`);
+    log(table(['event', 'ms', 'Services before → after', 'API calls'], seq.largeApp.events.map((e) => [e.what, fmtMs(e.ms), `${e.servicesBefore} → ${e.servicesAfter}`, Object.entries(e.calls).map(([k, v]) => `${v} ${k}`).join(', ')])));
+  }
+  if (seq.longestEvent !== undefined) log(`Longest single event at ${SEQ_TARGETS.atLatencyMs} ms/call: ${fmtMs(seq.longestEvent.ms)} ms (${seq.longestEvent.what}).`);
+  log(`Pod bodies as sent: add ${seq.podBytes.add} B, ready ${seq.podBytes.ready} B, Failed ${seq.podBytes.failed} B. Function env from knative/base/service.yaml: ${Object.entries(seq.functionEnv).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+}
+
 const report = {
   schema: 1,
   generatedAt: startedAt.toISOString(),
   durationMs: Math.round(totalMs),
   machine: { node: process.version, platform: `${os.platform()} ${os.release()}`, cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, totalMemMiB: Math.round(os.totalmem() / 2 ** 20), loadavgBefore: loadBefore, loadavgAfter: loadAfter },
-  options: { entry: ENTRY, n: N, warmup: WARMUP, apiLatencyMs: API_LATENCY_MS, coldRuns: COLD_RUNS, memoryEvents: MEMORY_EVENTS, profile: values.profile, quick, sections: [...only] },
-  targets: { ratio: TARGET_RATIO, coldStartMs: TARGET_COLD_MS },
+  options: {
+    entry: ENTRY,
+    n: N,
+    warmup: WARMUP,
+    apiLatencyMs: API_LATENCY_MS,
+    coldRuns: COLD_RUNS,
+    memoryEvents: MEMORY_EVENTS,
+    seqExecutors: SEQ_EXECUTORS,
+    seqReps: SEQ_REPS,
+    seqLatencies: SEQ_LATENCIES,
+    pacedRates: PACED_RATES,
+    pacedBatches: PACED_BATCHES,
+    noopEvents: NOOP_EVENTS,
+    largeApp: LARGE_APP,
+    profile: values.profile,
+    quick,
+    sections: [...only],
+  },
+  targets: { ratio: TARGET_RATIO, coldStartMs: TARGET_COLD_MS, sequential: SEQ_TARGETS },
   summary: ratioRows.map(([measure, fn, floor, r, reuse, ok]) => ({ measure, function: fn, floor, ratio: r, vsFloorReuse: reuse, meetsTarget: ok })),
+  // Every event of the sequential apps goes to sequential-events.jsonl beside this file; here only the aggregates.
+  sequential: sequential === undefined ? undefined : { ...sequential, latencies: sequential.latencies.map((l) => ({ ...l, apps: l.apps.map(({ records: _, ...app }) => app) })) },
   overhead,
   lifecycle,
   burst,
@@ -330,6 +538,10 @@ const report = {
   failures,
 };
 writeFileSync(OUT, `${JSON.stringify(report, null, 2)}\n`);
+if (sequential !== undefined) {
+  const lines = sequential.latencies.flatMap((l) => l.apps.flatMap((a) => a.records.map((r) => JSON.stringify({ namespace: a.namespace, latencyMs: a.latencyMs, rep: a.rep, ...r }))));
+  writeFileSync(join(RESULTS_DIR, 'sequential-events.jsonl'), `${lines.join('\n')}\n`);
+}
 log(`\nJSON: ${OUT}`);
 if (failures.length > 0) {
   log(`\nFAILED (${failures.length}):\n  ${failures.join('\n  ')}`);

@@ -13,7 +13,7 @@ import { afterAll, expect, it } from 'vitest';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** Not in a clone, or built/written here: node_modules is linked, the rest left out. */
 const NOT_COPIED = new Set(['node_modules', '.git', '.bench-results', 'dist']);
-// Generous: the suite runs test files in parallel on 2 cores, and this one alone is ~40-80 s.
+// Generous: the suite runs test files in parallel on 2 cores, and this one alone is ~60-100 s.
 const RUN_LIMIT_MS = 240_000;
 
 const copy = mkdtempSync(join(tmpdir(), 'sxs-bench-smoke-'));
@@ -28,9 +28,11 @@ it('runs every bench section with tiny sizes from a fresh checkout (no .bench-re
   // (mostly one busy core: tsc, rolldown, process starts) and every other section. The second
   // writes to the default --out, exactly as `npm run bench` on a fresh clone does.
   const tiny = ['--quick', '--n', '20', '--warmup', '5', '--api-latency-ms', '0', '--cold-runs', '1', '--memory-events', '200'];
+  // The sequential section: two batches, one run, loopback and 20 ms per call, one paced rate of one batch.
+  const tinySequential = ['--seq-executors', '12', '--seq-reps', '1', '--seq-latencies', '0,20', '--paced-rates', '10', '--paced-batches', '1', '--noop-events', '200', '--large-app', '60'];
   const started = Date.now();
   const runs = await Promise.all([
-    runBench(['--only', 'coldstart', ...tiny, '--out', join('.bench-results', 'coldstart.json')]),
+    runBench(['--only', 'coldstart,sequential', ...tiny, ...tinySequential, '--out', join('.bench-results', 'coldstart.json')]),
     runBench(['--only', 'overhead,lifecycle,burst,memory', ...tiny]),
   ]);
   const seconds = Math.round((Date.now() - started) / 1000);
@@ -40,9 +42,17 @@ it('runs every bench section with tiny sizes from a fresh checkout (no .bench-re
   const read = (file: string): Report => JSON.parse(readFileSync(join(results, file), 'utf8')) as Report;
   const cold = read('coldstart.json');
   const report = read('bench.json');
-  expect(cold.options.sections).toEqual(['coldstart']);
+  expect(cold.options.sections).toEqual(['coldstart', 'sequential']);
   expect(cold.failures).toEqual([]);
   expect(cold.coldStart?.variants.length).toBeGreaterThan(0);
+  // Sequential: both latencies measured against the floor, every step's calls counted, no-op updates free.
+  const seq = cold.sequential;
+  expect(seq?.latencies.map((l) => l.latencyMs)).toEqual([0, 20]);
+  for (const l of seq?.latencies ?? []) expect(l.median.floorCreateMs).toBeGreaterThan(0);
+  expect(seq?.steps[0]?.stats.find((s) => s.step === 'update: ready')?.callsPerEvent).toBe(0);
+  expect(seq?.noop?.calls).toBe(0);
+  expect(seq?.paced.length).toBe(1);
+  expect(seq?.longestEvent?.ms).toBeGreaterThan(0);
   expect(report.options.sections.sort()).toEqual(['burst', 'lifecycle', 'memory', 'overhead']);
   expect(report.failures).toEqual([]);
   expect(report.overhead.length).toBeGreaterThan(0);
@@ -65,6 +75,13 @@ interface Report {
   readonly burst?: unknown;
   readonly coldStart?: { readonly variants: readonly unknown[] };
   readonly memory?: { readonly samples: readonly unknown[] };
+  readonly sequential?: {
+    readonly latencies: ReadonlyArray<{ readonly latencyMs: number; readonly median: { readonly floorCreateMs: number } }>;
+    readonly steps: ReadonlyArray<{ readonly stats: ReadonlyArray<{ readonly step: string; readonly callsPerEvent: number }> }>;
+    readonly noop?: { readonly calls: number };
+    readonly paced: readonly unknown[];
+    readonly longestEvent?: { readonly ms: number };
+  };
 }
 
 /** `node bench/run.ts …` in the copy, with the Node the npm scripts use: vitest runs on node_modules/.bin/node (the "node" devDependency), as the other tests that spawn node rely on. */

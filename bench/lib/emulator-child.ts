@@ -19,6 +19,8 @@ export type EmulatorCommand =
   /** Every later API request is answered `ms` later: stands in for a real API server's latency. */
   | { readonly op: 'latency'; readonly ms: number }
   | { readonly op: 'countObjects'; readonly resource: 'pods' | 'services'; readonly namespace?: string; readonly labelSelector?: string }
+  /** Several commands in one message, run in order; their results in that order (one IPC round trip for a batch of pod changes). */
+  | { readonly op: 'batch'; readonly commands: readonly EmulatorCommand[] }
   | { readonly op: 'stop' };
 
 /** One API request as the emulator logged it. */
@@ -30,6 +32,11 @@ export interface LoggedRequest {
   /** The raw query string (labelSelector, limit…). */
   readonly query: string;
   readonly status: number;
+  /**
+   * When the request reached the emulator: CLOCK_MONOTONIC in µs (process.hrtime, the same clock
+   * in every process of the machine), so that a sender can tell which of its events caused it.
+   */
+  readonly at: number;
 }
 
 const kubeconfigPath = process.argv[2];
@@ -40,6 +47,18 @@ if (kubeconfigPath === undefined || process.send === undefined) {
 const send = process.send.bind(process);
 const emulator = await startEmulator({ host: '127.0.0.1' });
 emulator.writeKubeconfig(kubeconfigPath);
+
+// Every request is stamped as it is logged (the log is an array the emulator pushes to; a reset
+// empties the same array), on the monotonic clock the bench stamps its events with.
+const arrivedAt = new WeakMap<object, number>();
+const log = emulator.requests as object[];
+Object.defineProperty(log, 'push', {
+  value: (...items: object[]): number => {
+    const at = Number(process.hrtime.bigint() / 1000n);
+    for (const item of items) arrivedAt.set(item, at);
+    return Array.prototype.push.apply(log, items);
+  },
+});
 
 function run(command: EmulatorCommand): unknown {
   switch (command.op) {
@@ -55,7 +74,7 @@ function run(command: EmulatorCommand): unknown {
     case 'requests':
       return emulator.requests
         .filter((r) => command.namespace === undefined || r.namespace === command.namespace)
-        .map((r): LoggedRequest => ({ verb: r.verb, resource: r.resource, namespace: r.namespace, name: r.name, query: r.query, status: r.status }));
+        .map((r): LoggedRequest => ({ verb: r.verb, resource: r.resource, namespace: r.namespace, name: r.name, query: r.query, status: r.status, at: arrivedAt.get(r) ?? 0 }));
     case 'countByVerb': {
       const counts: Record<string, number> = {};
       for (const r of emulator.requests) {
@@ -73,6 +92,8 @@ function run(command: EmulatorCommand): unknown {
       return null;
     case 'countObjects':
       return emulator.listObjects(command.resource, command.namespace, command.labelSelector).length;
+    case 'batch':
+      return command.commands.map((c) => run(c));
     case 'stop':
       return null;
   }

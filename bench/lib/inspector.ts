@@ -8,6 +8,8 @@ import { sleep } from './procs.ts';
 export interface Inspector {
   /** Full GC, then process.memoryUsage() of the inspected process. */
   memoryAfterGc(): Promise<NodeJS.MemoryUsage>;
+  /** A CPU profile (V8 .cpuprofile JSON) of the inspected process while `run` runs. */
+  profile(run: () => Promise<void>, samplingIntervalUs?: number): Promise<object>;
   close(): void;
 }
 
@@ -55,6 +57,19 @@ export async function connectInspector(port: number): Promise<Inspector> {
       await call('HeapProfiler.collectGarbage');
       const result = (await call('Runtime.evaluate', { expression: 'JSON.stringify(process.memoryUsage())', returnByValue: true })) as { result: { value: string } };
       return JSON.parse(result.result.value) as NodeJS.MemoryUsage;
+    },
+    async profile(run, samplingIntervalUs = 250) {
+      await call('Profiler.enable');
+      await call('Profiler.setSamplingInterval', { interval: samplingIntervalUs });
+      await call('Profiler.start');
+      let failed: unknown;
+      await run().catch((error: unknown) => {
+        failed = error;
+      });
+      const result = (await call('Profiler.stop')) as { profile: object };
+      await call('Profiler.disable');
+      if (failed !== undefined) throw failed;
+      return result.profile;
     },
     close: () => ws.close(),
   };

@@ -175,11 +175,17 @@ export function functionEnv(kubeconfig: string, port: number, extra: Record<stri
 
 /** User+system CPU time a process has used so far, in ms (Linux /proc; 10 ms resolution at 100 Hz). */
 export function cpuMs(pid: number): number {
+  const { userMs, systemMs } = cpuTimes(pid);
+  return userMs + systemMs;
+}
+
+/** User and system (kernel, e.g. socket writes) CPU time of a process so far, in ms (/proc, 10 ms resolution). */
+export function cpuTimes(pid: number): { userMs: number; systemMs: number } {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   // Fields after the command name (which may contain spaces) start after the last ')'.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of proc(5))
-  return (ticks * 1000) / CLOCK_TICKS;
+  // utime, stime (fields 14 and 15 of proc(5))
+  return { userMs: (Number(fields[11]) * 1000) / CLOCK_TICKS, systemMs: (Number(fields[12]) * 1000) / CLOCK_TICKS };
 }
 const CLOCK_TICKS = 100;
 

@@ -198,7 +198,7 @@ export async function runFunction(options: RunOptions): Promise<VariantResult> {
  * undici Agent (so a new connection) for every request when the cluster has TLS settings; this
  * keeps the first one and sends every request through it.
  */
-function reuseConnectionOptions(): k8s.ConfigurationOptions {
+export function reuseConnectionOptions(): k8s.ConfigurationOptions {
   let pinned: ReturnType<k8s.RequestContext['getDispatcher']>;
   const middleware: k8s.ObservableMiddleware = {
     pre: (context) => {
