@@ -214,16 +214,19 @@ export class Metrics {
         for (const namespace of from.namespaces) this.set({ service_namespace: namespace }, from.maxServicesPerNamespace);
       },
     });
-    const cacheKinds = (from: MetricSources) => ({ pods: from.facts.pods, services: from.facts.services, claimants: from.facts.claimants });
+    // One loop over the fact cache's kinds, for the three cache metrics.
+    const eachCacheKind = (visit: (kind: string, cache: { size: number; bytes: number; evictions: number }) => void): void => {
+      const from = sources();
+      if (from === undefined) return;
+      for (const [kind, cache] of Object.entries({ pods: from.facts.pods, services: from.facts.services, claimants: from.facts.claimants })) visit(kind, cache);
+    };
     this.cacheEntries = new Gauge({
       name: `${METRIC_PREFIX}fact_cache_entries`,
       help: 'Entries in the per-process fact cache, by kind (pods, services, claimants).',
       labelNames: ['kind'],
       registers,
       collect() {
-        const from = sources();
-        if (from === undefined) return;
-        for (const [kind, cache] of Object.entries(cacheKinds(from))) this.set({ kind }, cache.size);
+        eachCacheKind((kind, cache) => this.set({ kind }, cache.size));
       },
     });
     this.cacheBytes = new Gauge({
@@ -232,9 +235,7 @@ export class Metrics {
       labelNames: ['kind'],
       registers,
       collect() {
-        const from = sources();
-        if (from === undefined) return;
-        for (const [kind, cache] of Object.entries(cacheKinds(from))) this.set({ kind }, cache.bytes);
+        eachCacheKind((kind, cache) => this.set({ kind }, cache.bytes));
       },
     });
     this.cacheEvictions = new Counter({
@@ -243,10 +244,9 @@ export class Metrics {
       labelNames: ['kind'],
       registers,
       collect() {
-        const from = sources();
-        if (from === undefined) return;
+        if (sources() === undefined) return;
         this.reset();
-        for (const [kind, cache] of Object.entries(cacheKinds(from))) this.inc({ kind }, cache.evictions);
+        eachCacheKind((kind, cache) => this.inc({ kind }, cache.evictions));
       },
     });
     this.inFlight = new Gauge({

@@ -50,10 +50,6 @@ export function ignored(reason: string, extra: Partial<EventResult> = {}): Event
   return { action: 'ignored', reason, outcomes: [], ...extra };
 }
 
-export function skipped(reason: string, extra: Partial<EventResult> = {}): EventResult {
-  return { action: 'skipped', reason, outcomes: [], ...extra };
-}
-
 /** The headline: the most consequential thing that happened. */
 const PRIORITY: readonly ServiceAction[] = ['conflict', 'deleted', 'created', 'patched', 'unmarked', 'marked-gone', 'collected', 'skipped', 'verified', 'ignored'];
 
