@@ -719,15 +719,20 @@ describe('5. a driver replaced by a new run with the same app id (same or anothe
     await s.sweep();
   });
 
-  // Was a bug (fixed): same root cause as above: the add is answered from the remembered old executor and old driver, and the Service of the finished run (owned by its finished driver) stays in the new run's way until a sweep.
-  it('the old run’s end events lost, its finished driver pod kept: a new run with the same app id (other driver name) gets its Service at its add', async () => {
-    const s = await scene();
+  /** The first run of "nightly-etl" ends while every event of its end is lost: its executor is deleted, its driver finishes and stays. */
+  async function oldRunEndedUnseen(s: Scene): Promise<{ oldExec: PodBody; oldDriver: PodBody }> {
     const oldRun = await run(s, U1, 'nightly-etl-exec-1');
     const oldExec = current(s.h, 'nightly-etl-exec-1');
     s.genuine.delete(oldExec.metadata.name);
     s.change('old executor deleted (event lost)', () => s.h.emulator.deleteObject('pods', NS, oldExec.metadata.name));
     s.change('old driver Succeeded (event lost)', () => s.h.emulator.patchObject('pods', NS, oldRun.driver.metadata.name, { status: { phase: 'Succeeded' } }));
-    const oldDriver = current(s.h, oldRun.driver.metadata.name);
+    return { oldExec, oldDriver: current(s.h, oldRun.driver.metadata.name) };
+  }
+
+  // Was a bug (fixed): same root cause as above: the add is answered from the remembered old executor and old driver, and the Service of the finished run (owned by its finished driver) stays in the new run's way until a sweep.
+  it('the old run’s end events lost, its finished driver pod kept: a new run with the same app id (other driver name) gets its Service at its add', async () => {
+    const s = await scene();
+    const { oldExec, oldDriver } = await oldRunEndedUnseen(s);
     const fresh = await victimApp(s, { appId: 'nightly-etl', driverName: 'nightly-etl-b-driver', driverUid: U2 });
     // Fails here: answered "verified" with no API call; the Service is the old run's.
     await fresh.addExecutor('1', { name: 'nightly-etl-b-exec-1' });
@@ -739,12 +744,7 @@ describe('5. a driver replaced by a new run with the same app id (same or anothe
   // Was a bug (fixed): deleting the old run's Service (its driver finished) because a running executor needs the name ends the event without creating that executor's Service (the delete is not followed by a new decision); only a later event or sweep creates it.
   it('the old run’s end events lost, its finished driver pod kept: a process that remembers nothing replaces the stray at the new run’s add; late old events change nothing', async () => {
     const s = await scene();
-    const oldRun = await run(s, U1, 'nightly-etl-exec-1');
-    const oldExec = current(s.h, 'nightly-etl-exec-1');
-    s.genuine.delete(oldExec.metadata.name);
-    s.change('old executor deleted (event lost)', () => s.h.emulator.deleteObject('pods', NS, oldExec.metadata.name));
-    s.change('old driver Succeeded (event lost)', () => s.h.emulator.patchObject('pods', NS, oldRun.driver.metadata.name, { status: { phase: 'Succeeded' } }));
-    const oldDriver = current(s.h, oldRun.driver.metadata.name);
+    const { oldExec, oldDriver } = await oldRunEndedUnseen(s);
     const cold = await audited({}, { emulator: s.h.emulator });
     const body = driverPod({ namespace: NS, appId: 'nightly-etl', name: 'nightly-etl-b-driver' });
     const driver = s.h.createPod({ ...body, metadata: { ...body.metadata, uid: U2 } });
