@@ -213,15 +213,8 @@ export interface PacedResult {
   readonly calls: number;
 }
 
-export interface NoopResult {
+export interface NoopResult extends NoopMeasure {
   readonly events: number;
-  readonly cpuMsPerEvent: number;
-  readonly userMsPerEvent: number;
-  /** Kernel time: mostly the socket reads and writes of the HTTP exchange (and the log's writes). */
-  readonly systemMsPerEvent: number;
-  readonly p50Ms: number;
-  readonly p99Ms: number;
-  readonly calls: number;
   /** Rounds of `events` each (interleaved with the floor's); the figures are medians. */
   readonly rounds: number;
   readonly perRound: readonly number[];
@@ -630,6 +623,7 @@ async function noopFixture(section: Section, emulator: EmulatorProcess, fn: Func
 interface NoopMeasure {
   readonly cpuMsPerEvent: number;
   readonly userMsPerEvent: number;
+  /** Kernel time: mostly the socket reads and writes of the HTTP exchange (and the log's writes). */
   readonly systemMsPerEvent: number;
   readonly p50Ms: number;
   readonly p99Ms: number;
