@@ -20,6 +20,9 @@ import { FactsKeptChangingError, reconcileServices, reconcileSlots } from './rec
 
 type Pass = 'services' | 'executors';
 
+/** What a sweep reports: what it wrote, and conflicts (which need a person); the rest is the normal state of things. */
+const REPORTED: ReadonlySet<string> = new Set(['created', 'patched', 'marked-gone', 'unmarked', 'deleted', 'conflict']);
+
 /** Objects of a page decided together between two checks of the sweep's budget. */
 const CHUNK = 100;
 
@@ -95,9 +98,7 @@ async function sweepFromCursor(ctx: ReconcileContext, cursor: SweepCursor): Prom
     }
     if (cursor.skip >= page.items.length) advance(ctx, cursor, namespace, page.continueToken);
   } while (cursor.rounds === startRound && !overBudget());
-  const WRITES: ReadonlySet<string> = new Set(['created', 'patched', 'marked-gone', 'unmarked', 'deleted', 'conflict']);
-  // Only what was written (and conflicts, which need a person): the rest is the normal state of things.
-  const changed = outcomes.filter((o) => WRITES.has(o.action));
+  const changed = outcomes.filter((o) => REPORTED.has(o.action));
   const done = cursor.rounds > startRound;
   return {
     action: 'swept',
