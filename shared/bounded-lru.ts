@@ -29,6 +29,11 @@ export class BoundedLru<V> {
     return entry.value;
   }
 
+  /** The value, leaving the order alone: for looking around without keeping what is looked at. */
+  peek(key: string): V | undefined {
+    return this.entries.get(key)?.value;
+  }
+
   set(key: string, value: V): void {
     this.delete(key);
     const bytes = this.sizeOf(key, value);

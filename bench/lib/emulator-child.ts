@@ -18,7 +18,8 @@ export type EmulatorCommand =
   | { readonly op: 'reset' }
   /** Every later API request is answered `ms` later: stands in for a real API server's latency. */
   | { readonly op: 'latency'; readonly ms: number }
-  | { readonly op: 'countObjects'; readonly resource: 'pods' | 'services'; readonly namespace?: string; readonly labelSelector?: string }
+  /** How many objects match; with `annotation`, only those that carry that annotation key. */
+  | { readonly op: 'countObjects'; readonly resource: 'pods' | 'services'; readonly namespace?: string; readonly labelSelector?: string; readonly annotation?: string }
   /** Several commands in one message, run in order; their results in that order (one IPC round trip for a batch of pod changes). */
   | { readonly op: 'batch'; readonly commands: readonly EmulatorCommand[] }
   | { readonly op: 'stop' };
@@ -91,7 +92,9 @@ function run(command: EmulatorCommand): unknown {
       if (command.ms > 0) emulator.faults.add({ times: 1_000_000_000, fault: { kind: 'delay', ms: command.ms } });
       return null;
     case 'countObjects':
-      return emulator.listObjects(command.resource, command.namespace, command.labelSelector).length;
+      return emulator
+        .listObjects(command.resource, command.namespace, command.labelSelector)
+        .filter((o) => command.annotation === undefined || (o as { metadata?: { annotations?: Record<string, string> } }).metadata?.annotations?.[command.annotation] !== undefined).length;
     case 'batch':
       return command.commands.map((c) => run(c));
     case 'stop':

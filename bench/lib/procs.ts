@@ -57,7 +57,7 @@ export interface EmulatorProcess {
   /** The API requests logged since the last reset (emulator.requests), optionally of one namespace. */
   requests(namespace?: string): Promise<LoggedRequest[]>;
   reset(): Promise<void>;
-  countObjects(resource: 'pods' | 'services', namespace?: string, labelSelector?: string): Promise<number>;
+  countObjects(resource: 'pods' | 'services', namespace?: string, labelSelector?: string, annotation?: string): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -99,12 +99,13 @@ export async function startEmulatorProcess(): Promise<EmulatorProcess> {
     countByVerb: (resource) => call<Record<string, number>>({ op: 'countByVerb', ...(resource === undefined ? {} : { resource }) }),
     requests: (namespace) => call<LoggedRequest[]>({ op: 'requests', ...(namespace === undefined ? {} : { namespace }) }),
     reset: () => call<void>({ op: 'reset' }),
-    countObjects: (resource, namespace, labelSelector) =>
+    countObjects: (resource, namespace, labelSelector, annotation) =>
       call<number>({
         op: 'countObjects',
         resource,
         ...(namespace === undefined ? {} : { namespace }),
         ...(labelSelector === undefined ? {} : { labelSelector }),
+        ...(annotation === undefined ? {} : { annotation }),
       }),
     async stop() {
       if (child.connected) {

@@ -72,19 +72,63 @@ async function reconcilePodHint(ctx: ReconcileContext, verb: Verb, pod: Pod, rea
   // only be wrong if something raced it, and only fresh reads can tell).
   const serviceAgrees =
     rememberedService === undefined || (rememberedService.executor?.uid === hint.uid && (goneHint || rememberedService.goneAt === undefined));
+  // Executors often end together (the application's end, a decommission wave): an ended one's
+  // event looks at its peers too, so that their own events find their Services marked already.
+  const peers =
+    goneHint && serviceAgrees && rememberedService !== undefined && rememberedService.goneAt === undefined ? endedPeerCandidates(ctx, namespace, slot) : undefined;
+  const readAfresh = new Set([hint.name, ...(peers?.executors ?? [])]);
   const outcomes = await reconcileSlots(ctx, {
     namespace,
-    slots: [slot],
+    slots: [slot, ...(peers?.slots ?? [])],
     read: readNow === undefined ? undefined : { pods: [readNow] },
     remembered: {
       services: serviceAgrees,
-      pod: (name) => name !== hint.name || agrees,
+      // The peers' executors are read afresh too: only the list of their pods can show them ended.
+      pod: (name) => !readAfresh.has(name) || agrees,
       claimants: (s) => agrees && serviceAgrees && s.appId === slot.appId && s.execId === slot.execId && cachedClaimantsInclude(ctx, namespace, s, hint.name),
     },
     claimantWindow: goneHint ? 0 : CLAIMANT_WINDOW,
   });
+  if (peers !== undefined) {
+    const peerNames = new Set(peers.slots.map((s) => executorServiceName(s.appId, s.execId)));
+    const ended = outcomes.filter((o) => o.action === 'marked-gone' && peerNames.has(o.service)).length;
+    ctx.facts.endedPeers.set(appKey(namespace, slot.appId), { value: ended, at: ctx.now().getTime() });
+  }
   return result(outcomes, app);
 }
+
+/** Other executors looked at with an ended one: one list of their pods, their marks written in parallel. */
+const ENDED_PEERS = 31;
+/** How far from the ended executor's id the peers are looked for, each way. */
+const ENDED_PEER_REACH = 64n;
+/** A look that found no other executor ended is not repeated for this long (dynamic allocation removes executors one by one). */
+const QUIET_PEERS_MS = 10_000;
+
+/**
+ * Executors of the same application near this one whose Services this process remembers as made
+ * for them and unmarked: the ones whose own "ended" events would each cost a list and a patch.
+ * Nothing here is believed: they are only added to what is read and decided.
+ */
+function endedPeerCandidates(ctx: ReconcileContext, namespace: string, slot: SlotKey): { slots: SlotKey[]; executors: string[] } | undefined {
+  const last = ctx.facts.endedPeers.peek(appKey(namespace, slot.appId));
+  if (last !== undefined && last.value === 0 && ctx.now().getTime() - last.at < QUIET_PEERS_MS) return undefined;
+  const slots: SlotKey[] = [];
+  const executors: string[] = [];
+  const own = BigInt(slot.execId);
+  for (let d = 1n; d <= ENDED_PEER_REACH && slots.length < ENDED_PEERS; d++) {
+    for (const id of [own - d, own + d]) {
+      if (id < 1n || slots.length >= ENDED_PEERS) continue;
+      const execId = id.toString();
+      const service = ctx.facts.services.peek(podKey(namespace, executorServiceName(slot.appId, execId)))?.value;
+      if (service?.identity === undefined || service.goneAt !== undefined) continue;
+      slots.push({ appId: slot.appId, execId });
+      executors.push(service.identity.executor.name);
+    }
+  }
+  return slots.length === 0 ? undefined : { slots, executors };
+}
+
+const appKey = (namespace: string, appId: string): string => `${namespace}/${appId}`;
 
 function cachedClaimantsInclude(ctx: ReconcileContext, namespace: string, slot: SlotKey, name: string): boolean {
   return ctx.facts.claimants.get(slotCacheKey(namespace, slot.appId, slot.execId))?.value.includes(name) === true;

@@ -21,6 +21,9 @@ export interface FactCacheLimits {
 /** 4,096 entries and 4 MiB per kind: at most 12 MiB for the three kinds together. */
 export const DEFAULT_FACT_CACHE_LIMITS: FactCacheLimits = { entries: 4096, bytes: 4 * 1024 * 1024 };
 
+/** Applications whose last look around an ended executor is remembered: a number each, keyed by namespace/app id (label values, ≤ 63 chars each). */
+const ENDED_PEER_APPS = 1024;
+
 const sized = <T>(key: string, value: Remembered<T>): number => 64 + 2 * key.length + estimateBytes(value.value);
 
 export class FactCache {
@@ -30,6 +33,11 @@ export class FactCache {
   readonly services: BoundedLru<Remembered<ServiceFact>>;
   /** The complete list of pods that carried a slot's labels, by namespace/app/exec. */
   readonly claimants: BoundedLru<Remembered<readonly string[]>>;
+  /**
+   * How many other executors of an application the last look around an ended one found ended,
+   * by namespace/app, and when: only chooses how widely the next ended executor's event reads.
+   */
+  readonly endedPeers: BoundedLru<Remembered<number>>;
   /** How many Services of ours each namespace holds, as last counted and then kept up to date by our own writes. */
   private readonly counts = new Map<string, Remembered<number>>();
   /** Pod reads under way, by namespace/name: concurrent events share one read (a scale-up names one driver many times). */
@@ -43,6 +51,7 @@ export class FactCache {
     this.pods = new BoundedLru(limits.entries, limits.bytes, sized);
     this.services = new BoundedLru(limits.entries, limits.bytes, sized);
     this.claimants = new BoundedLru(limits.entries, limits.bytes, sized);
+    this.endedPeers = new BoundedLru(ENDED_PEER_APPS, Number.POSITIVE_INFINITY, (key) => 64 + 2 * key.length);
   }
 
   serviceCount(namespace: string): Remembered<number> | undefined {
