@@ -188,6 +188,16 @@ describe('creating: only for an executor the API server shows running, with a ru
       },
     });
   });
+
+  it('creates decided together count toward the cap: 97 Services and 5 executors waiting → 3 created, 2 skipped', () => {
+    const execs = ['1', '2', '3', '4', '5'].map((id) => runningExecutor({ name: `pi-exec-${id}`, uid: `exec-uid-${id}`, exec: id }));
+    const pods = new Map<string, Observation<PodFact | 'absent'>>([[DRIVER.name, fresh(optedInDriver())], ...execs.map((e): [string, Observation<PodFact>] => [e.name, fresh(e)])]);
+    const slots: SlotFacts[] = execs.map((e) => ({ appId: APP, execId: e.execId!, service: fresh('absent' as const, 1), claimants: fresh([e.name]) }));
+    const decision = decide({ namespace: NS, pods, slots, ourServiceCount: fresh(97) }, RULES, NOW);
+    const kinds = decision.actions.map((a) => (a.kind === 'report' ? a.outcome : a.kind));
+    expect(kinds.filter((k) => k === 'create')).toHaveLength(3);
+    expect(kinds.filter((k) => k === 'skipped')).toHaveLength(2);
+  });
 });
 
 describe('keeping: a running executor’s Service stays its own', () => {

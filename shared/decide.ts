@@ -109,8 +109,12 @@ export function decide(facts: Facts, rules: Rules, now: number): Decision {
   const actions: Action[] = [];
   const needs: Need[] = [];
   const waiting: SlotKey[] = [];
+  // Creates decided together count toward the namespace's cap, as if each had been made already.
+  let created = 0;
   for (const slot of facts.slots) {
-    const decided = decideSlot(facts, slot, rules, now);
+    const counted = facts.ourServiceCount === undefined ? undefined : { ...facts.ourServiceCount, value: facts.ourServiceCount.value + created };
+    const decided = decideSlot({ ...facts, ourServiceCount: counted }, slot, rules, now);
+    if ('actions' in decided) created += decided.actions.filter((a) => a.kind === 'create').length;
     if ('needs' in decided) {
       needs.push(...decided.needs);
       waiting.push({ appId: slot.appId, execId: slot.execId });

@@ -36,7 +36,8 @@ async function application(harness: Harness, n: number, appSeed = 11): Promise<{
     const body = executorPod({ namespace: NS, appId, execId: String(id), driver: driverRef, blockManagerPort: 7079 });
     executors.push(harness.createPod({ ...body, metadata: { ...body.metadata, finalizers: [HOLD] } } as PodBody));
   }
-  for (const pod of executors) expect((await harness.send('add', pod)).type).toBe('spark-exec-svc.service.created');
+  for (const pod of executors) expect((await harness.send('add', pod)).status).toBe(200);
+  for (let id = 1; id <= n; id++) expect(harness.emulator.getObject('services', NS, serviceName(appId, id))).toBeDefined();
   return { appId, driver, executors };
 }
 

@@ -74,8 +74,12 @@ beforeAll(async () => {
   secrets.push(appId, driver.metadata.name, driver.metadata.uid!);
 
   replies['driver add'] = await h.send('add', driver);
-  const execs = ['1', '2', '3'].map(executor);
-  for (const [i, pod] of execs.entries()) replies[`exec ${i + 1} add`] = await h.send('add', pod);
+  // One at a time, each created just before its add (else the first add's list would serve all three).
+  const execs: PodBody[] = [];
+  for (const id of ['1', '2', '3']) {
+    execs.push(executor(id));
+    replies[`exec ${id} add`] = await h.send('add', execs[execs.length - 1]!);
+  }
   replies['exec 1 update'] = await h.send('update', execs[0]!);
 
   // Executor 4's name is taken by someone else's Service: a conflict.

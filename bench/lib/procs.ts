@@ -142,7 +142,9 @@ export async function startFunctionProcess(options: FunctionOptions): Promise<Fu
   if (options.logFile !== undefined) mkdirSync(dirname(options.logFile), { recursive: true });
   const logFd = options.logFile === undefined ? 'ignore' : openSync(options.logFile, 'w');
   const inspect = options.inspectPort === undefined ? [] : [`--inspect=127.0.0.1:${options.inspectPort}`];
-  const child = spawn(process.execPath, [...inspect, ...(options.nodeArgs ?? []), options.entry], {
+  // BENCH_FUNCTION_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"): node flags for every function process of a run.
+  const extra = (process.env['BENCH_FUNCTION_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== '');
+  const child = spawn(process.execPath, [...inspect, ...extra, ...(options.nodeArgs ?? []), options.entry], {
     cwd: REPO_ROOT,
     env: functionEnv(options.kubeconfig, port, options.env),
     stdio: ['ignore', logFd, logFd],

@@ -198,8 +198,11 @@ export async function runColdStart(options: { runs: number; resultsDir: string; 
   const results: ColdVariantResult[] = [];
   try {
     const [driver] = await emulator.seed([appDriver(NAMESPACE, 7)]);
-    // One fresh executor per run: warm-up, timed runs, and the inventory run.
-    const executors = await emulator.seed(appExecutors(driver!, (options.runs + 1) * variants.length + 2));
+    // One fresh executor per run: warm-up, timed runs, and the inventory run. Their ids lie 40
+    // apart, beyond the 31 the first add of a batch lists after its own, so that each run's
+    // first event creates its own Service and nothing earlier made it.
+    const count = (options.runs + 1) * variants.length + 2;
+    const executors = (await Promise.all(Array.from({ length: count }, (_, k) => emulator.seed(appExecutors(driver!, 1, { firstId: 1 + 40 * k }))))).flat();
     let next = 0;
     const runs = new Map<string, ColdRun[]>(variants.map((v) => [v.name, []]));
     const errors = new Map<string, string>();

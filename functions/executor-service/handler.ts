@@ -97,7 +97,9 @@ export async function handleEvent(deps: HandlerDeps, event: CloudEventLike, subj
   if (handled.status === 200) {
     deps.metrics.eventsHandled++;
     const action = handled.result.action;
-    if (action === 'ignored') deps.log.debug('event handled', fields);
+    // Only what changed something is news: the no-op updates of every pod's life (action
+    // verified or ignored) are debug, so that a scale-up does not log four lines per executor.
+    if (action === 'ignored' || action === 'verified') deps.log.debug('event handled', fields);
     else if (action === 'conflict' || action === 'skipped') deps.log.warn('event handled', fields);
     else deps.log.info('event handled', fields);
   } else {

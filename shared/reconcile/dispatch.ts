@@ -88,6 +88,7 @@ async function reconcilePodHint(ctx: ReconcileContext, verb: Verb, pod: Pod, rea
       claimants: (s) => agrees && serviceAgrees && s.appId === slot.appId && s.execId === slot.execId && cachedClaimantsInclude(ctx, namespace, s, hint.name),
     },
     claimantWindow: goneHint ? 0 : CLAIMANT_WINDOW,
+    coordinate: true,
   });
   if (peers !== undefined) {
     const peerNames = new Set(peers.slots.map((s) => executorServiceName(s.appId, s.execId)));

@@ -44,6 +44,12 @@ export class FactCache {
   readonly podReads = new Map<string, { readonly startedAt: number; readonly read: Promise<PodFact | 'absent'> }>();
   /** Counts of our Services under way, by namespace: concurrent creates share one. */
   readonly countReads = new Map<string, Promise<number>>();
+  /**
+   * Slots events of this process are deciding now, by namespace/app/exec, each with when those
+   * events finish: a later event for the slot waits for them (and then finds their writes
+   * remembered), and a claimant window leaves the slot to them, instead of racing to one create.
+   */
+  readonly slotsUnderWay = new Map<string, Set<Promise<void>>>();
   /** Lists of an application's executor pods under way, by namespace/app, with the exec ids each covers. */
   readonly claimantReads = new Map<string, { readonly ids: ReadonlySet<string>; readonly startedAt: number; readonly done: Promise<unknown> }>();
 

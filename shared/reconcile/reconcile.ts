@@ -43,8 +43,18 @@ export interface ReconcileRequest {
   };
   /** Pods the caller only heard of (a sweep page, perhaps from an old list snapshot): they prompt reads, never prove anything. */
   readonly hintPods?: readonly PodFact[];
-  /** When listing a slot's pods, list this many following exec ids too: Spark creates executors in batches. */
+  /**
+   * When listing a slot's pods, list this many following exec ids too, and decide every one of
+   * them that a listed pod claims: Spark creates executors in batches
+   * (spark.kubernetes.allocation.batch.size), so the first add of a batch serves the whole batch.
+   */
   readonly claimantWindow?: number;
+  /**
+   * An event's: wait for other events of this process deciding the same slots, and leave window
+   * slots they are deciding to them. (The sweep and a driver's end neither wait nor hold: an
+   * event must not queue behind a sweep's chunk.)
+   */
+  readonly coordinate?: boolean;
   /** Read every slot's Service before deciding (when most of them are expected to exist). */
   readonly readServicesFirst?: boolean;
 }
@@ -54,6 +64,72 @@ export class FactsKeptChangingError extends Error {
 }
 
 export async function reconcileSlots(ctx: ReconcileContext, request: ReconcileRequest): Promise<ServiceOutcome[]> {
+  if (request.coordinate !== true) return reconcileSlotsUnderWay(ctx, request, undefined);
+  const underWay = new SlotsUnderWay(ctx, request.namespace);
+  try {
+    await underWay.waitForOthers(request.slots);
+    underWay.hold(request.slots);
+    return await reconcileSlotsUnderWay(ctx, request, underWay);
+  } finally {
+    underWay.release();
+  }
+}
+
+/**
+ * One event's entry in the process-wide register of slots being decided. An event waits for the
+ * others at its slots before it holds anything itself, so that no two ever wait for each other.
+ */
+class SlotsUnderWay {
+  private readonly keys: string[] = [];
+  private readonly ctx: ReconcileContext;
+  private readonly namespace: string;
+  private readonly finished: Promise<void>;
+  private finish: () => void = () => undefined;
+  constructor(ctx: ReconcileContext, namespace: string) {
+    this.ctx = ctx;
+    this.namespace = namespace;
+    this.finished = new Promise((resolve) => (this.finish = resolve));
+  }
+
+  private key(slot: SlotKey): string {
+    return slotCacheKey(this.namespace, slot.appId, slot.execId);
+  }
+
+  async waitForOthers(slots: readonly SlotKey[]): Promise<void> {
+    const others = slots.flatMap((slot) => [...(this.ctx.facts.slotsUnderWay.get(this.key(slot)) ?? [])]);
+    if (others.length > 0) await Promise.all(others);
+  }
+
+  hold(slots: readonly SlotKey[]): void {
+    const register = this.ctx.facts.slotsUnderWay;
+    for (const slot of slots) {
+      const key = this.key(slot);
+      let holders = register.get(key);
+      if (holders === undefined) register.set(key, (holders = new Set()));
+      holders.add(this.finished);
+      this.keys.push(key);
+    }
+  }
+
+  /** Those of `slots` no event of this process is deciding, now held by this one. */
+  holdFree(slots: readonly SlotKey[]): SlotKey[] {
+    const free = slots.filter((slot) => !this.ctx.facts.slotsUnderWay.has(this.key(slot)));
+    this.hold(free);
+    return free;
+  }
+
+  release(): void {
+    const register = this.ctx.facts.slotsUnderWay;
+    for (const key of this.keys.splice(0)) {
+      const holders = register.get(key);
+      holders?.delete(this.finished);
+      if (holders?.size === 0) register.delete(key);
+    }
+    this.finish();
+  }
+}
+
+async function reconcileSlotsUnderWay(ctx: ReconcileContext, request: ReconcileRequest, underWay: SlotsUnderWay | undefined): Promise<ServiceOutcome[]> {
   const view = new FactView(ctx, request);
   const outcomes: ServiceOutcome[] = [];
   let pending: SlotKey[] = uniqueSlots(request.slots);
@@ -73,6 +149,10 @@ export async function reconcileSlots(ctx: ReconcileContext, request: ReconcileRe
     pending = uniqueSlots([...decision.waiting, ...redo, ...again]);
     if (pending.length === 0) break;
     await view.read([...decision.needs, ...redo.map((slot): Need => ({ kind: 'service', slot }))], redo);
+    // The window's slots that the list found claimed are decided with the rest, once — except
+    // those another event of this process is deciding (concurrent deliveries: Broker, sweep).
+    const claimed = view.takeClaimedWindowSlots();
+    pending = uniqueSlots([...pending, ...(underWay === undefined ? claimed : underWay.holdFree(claimed))]);
   }
   if (pending.length > 0) {
     throw new FactsKeptChangingError(
@@ -150,6 +230,8 @@ class FactView {
   private readonly services = new Map<string, Observation<ServiceFact | 'absent'>>();
   private readonly claimants = new Map<string, Observation<readonly string[]>>();
   private count: Observation<number> | undefined;
+  /** Slots of a claimant window (beyond the requested ones) that a listed pod claims, not yet handed out. */
+  private claimedWindowSlots: SlotKey[] = [];
   /** When the current round's reads began: a shared read started earlier is not fresh for it. */
   private roundStart = 0;
   /**
@@ -226,6 +308,10 @@ class FactView {
     if (this.pods.has(name) || this.request.remembered?.pod(name) !== true) return;
     const cached = this.ctx.facts.pods.get(podKey(this.namespace, name));
     if (cached !== undefined) this.pods.set(name, { value: cached.value, at: cached.at, fresh: false, order: 0 });
+  }
+
+  takeClaimedWindowSlots(): SlotKey[] {
+    return this.claimedWindowSlots.splice(0);
   }
 
   forgetService(slot: SlotKey): void {
@@ -329,12 +415,13 @@ class FactView {
       slots = remaining;
     }
     const ids = new Set(slots.map((s) => s.execId));
+    const requested = new Set(ids);
     const window = this.request.claimantWindow ?? 0;
     if (window > 0 && slots.length === 1) {
       const first = BigInt(slots[0]!.execId);
       for (let i = 1n; i <= BigInt(window); i++) ids.add((first + i).toString());
     }
-    const entry = { ids, startedAt: this.now(), done: this.listClaimantIds(appId, ids) };
+    const entry = { ids, startedAt: this.now(), done: this.listClaimantIds(appId, ids, requested) };
     this.ctx.facts.claimantReads.set(readKey, entry);
     try {
       await entry.done;
@@ -343,7 +430,7 @@ class FactView {
     }
   }
 
-  private async listClaimantIds(appId: string, ids: ReadonlySet<string>): Promise<void> {
+  private async listClaimantIds(appId: string, ids: ReadonlySet<string>, requested: ReadonlySet<string>): Promise<void> {
     const selector = `${SPARK_APP_ID_LABEL}=${appId},${SPARK_ROLE_LABEL}=${SPARK_ROLE_EXECUTOR},${SPARK_EXECUTOR_ID_LABEL} in (${[...ids].join(',')})`;
     const byExec = new Map<string, string[]>([...ids].map((id) => [id, []]));
     const order = this.nextOrder();
@@ -365,6 +452,7 @@ class FactView {
       // An empty list is a negative fact: never remembered.
       if (names.length > 0) this.ctx.facts.claimants.set(slotCacheKey(this.namespace, appId, execId), { value: names, at });
       else this.ctx.facts.claimants.delete(slotCacheKey(this.namespace, appId, execId));
+      if (names.length > 0 && !requested.has(execId)) this.claimedWindowSlots.push({ appId, execId });
     }
   }
 
