@@ -30,7 +30,8 @@ export interface HandlerDeps {
 
 /** The HTTP status tells Knative what to do: 2xx done, 400 never retry, 5xx redeliver. */
 export type Handled =
-  | { readonly status: 200; readonly reply: CloudEvent<EventResult>; readonly result: EventResult }
+  /** `reply`: the answer as a CloudEvent, built on demand (REPLY_MODE=none answers 204 without one). */
+  | { readonly status: 200; readonly reply: () => CloudEvent<EventResult>; readonly result: EventResult }
   | { readonly status: 400 | 500 | 503; readonly error: string };
 
 const BASE_DELAY_MS = 50;
@@ -76,7 +77,7 @@ export async function handleEvent(deps: HandlerDeps, event: CloudEventLike, subj
       },
     });
     const result = await reconcileEvent({ client, config: deps.config, now, log: deps.log, ...deps.caches }, parsed);
-    handled = { status: 200, result, reply: replyFor(event, result) };
+    handled = { status: 200, result, reply: () => replyFor(event, result) };
     deps.metrics.recordServiceOutcomes(isSweep ? 'sweep' : 'event', result.outcomes);
     Object.assign(fields, { namespace: result.namespace, pod: result.pod, app: result.app, action: result.action, reason: result.reason });
     if (result.outcomes.length > 0) fields['services'] = result.outcomes;

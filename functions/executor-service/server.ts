@@ -104,7 +104,7 @@ export async function startFunctionServer(deps: HandlerDeps, options: { port: nu
       res.end();
       return { code: 204, outcome: handled.result.action };
     }
-    const message = HTTP.binary(handled.reply);
+    const message = HTTP.binary(handled.reply());
     res.writeHead(200, message.headers as Record<string, string>);
     res.end(typeof message.body === 'string' ? message.body : JSON.stringify(message.body));
     return { code: 200, outcome: handled.result.action };
@@ -185,21 +185,39 @@ function toCloudEvent(req: IncomingMessage, body: string): CloudEventLike & { su
       throw new HttpError(400, 'not-a-cloudevent', `not a valid CloudEvent: specversion ${JSON.stringify(declared['specversion']!.slice(0, 20))} is not supported (1.0 or 0.3)`);
     }
   }
-  let parsed: unknown;
+  return withoutStackTraces(() => {
+    let parsed: unknown;
+    try {
+      parsed = HTTP.toEvent({ headers, body });
+    } catch (error) {
+      throw new HttpError(400, 'not-a-cloudevent', `not a valid CloudEvent: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    if (Array.isArray(parsed)) throw new HttpError(400, 'batch', 'batched CloudEvents are not accepted: send one event per request');
+    const event = parsed as import('cloudevents').CloudEvent<unknown>;
+    try {
+      event.validate();
+    } catch (error) {
+      const detail = (error as { errors?: unknown }).errors;
+      throw new HttpError(400, 'not-a-cloudevent', `invalid CloudEvent: ${error instanceof Error ? error.message : String(error)}${detail === undefined ? '' : ` ${JSON.stringify(detail).slice(0, 300)}`}`);
+    }
+    return event;
+  });
+}
+
+/**
+ * The SDK builds two ValidationError objects for every JSON body it parses, valid or not (they
+ * are arguments: cloudevents dist/parsers.js, JSONParser.parse); capturing their stacks was half
+ * of the parse (69 → 37 µs per 4 KB pod event). Only their messages are used here. Synchronous,
+ * so nothing else runs while the limit is 0.
+ */
+function withoutStackTraces<T>(work: () => T): T {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
   try {
-    parsed = HTTP.toEvent({ headers, body });
-  } catch (error) {
-    throw new HttpError(400, 'not-a-cloudevent', `not a valid CloudEvent: ${error instanceof Error ? error.message : String(error)}`);
+    return work();
+  } finally {
+    Error.stackTraceLimit = limit;
   }
-  if (Array.isArray(parsed)) throw new HttpError(400, 'batch', 'batched CloudEvents are not accepted: send one event per request');
-  const event = parsed as import('cloudevents').CloudEvent<unknown>;
-  try {
-    event.validate();
-  } catch (error) {
-    const detail = (error as { errors?: unknown }).errors;
-    throw new HttpError(400, 'not-a-cloudevent', `invalid CloudEvent: ${error instanceof Error ? error.message : String(error)}${detail === undefined ? '' : ` ${JSON.stringify(detail).slice(0, 300)}`}`);
-  }
-  return event;
 }
 
 const SPEC_VERSIONS: readonly string[] = ['1.0', '0.3'];

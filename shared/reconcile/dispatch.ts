@@ -95,7 +95,7 @@ async function reconcilePodHint(ctx: ReconcileContext, verb: Verb, pod: Pod, rea
     const ended = outcomes.filter((o) => o.action === 'marked-gone' && peerNames.has(o.service)).length;
     ctx.facts.endedPeers.set(appKey(namespace, slot.appId), { value: ended, at: ctx.now().getTime() });
   }
-  return result(outcomes, app);
+  return result(outcomes, app, executorServiceName(slot.appId, slot.execId));
 }
 
 /** Other executors looked at with an ended one: one list of their pods, their marks written in parallel. */
@@ -209,10 +209,16 @@ async function servicesNamingPod(ctx: ReconcileContext, namespace: string, podNa
   return found;
 }
 
-function result(outcomes: readonly ServiceOutcome[], base: { namespace: string; pod: string; app?: string | undefined }): EventResult {
-  const action = headline(outcomes) ?? 'verified';
+/**
+ * The event's answer. With `own` (the Service of the slot the event names), the headline and the
+ * reason are that Service's: what the event's look at its peers found is in `outcomes` only.
+ */
+function result(outcomes: readonly ServiceOutcome[], base: { namespace: string; pod: string; app?: string | undefined }, own?: string): EventResult {
+  const mine = own === undefined ? [] : outcomes.filter((o) => o.service === own);
+  const basis = mine.length > 0 ? mine : outcomes;
+  const action = headline(basis) ?? 'verified';
   const reason =
-    action === 'skipped' || action === 'conflict' || action === 'ignored' ? outcomes.find((o) => o.action === action)?.detail : outcomes.length === 0 ? 'no Services' : undefined;
+    action === 'skipped' || action === 'conflict' || action === 'ignored' ? basis.find((o) => o.action === action)?.detail : outcomes.length === 0 ? 'no Services' : undefined;
   return { action, ...base, reason, outcomes };
 }
 
