@@ -755,11 +755,11 @@ function stepStats(apps: readonly AppRun[]): StepStats[] {
 
 /** Groups of steps whose time adds up to the scale-up and the teardown. */
 export const TIME_GROUPS: ReadonlyArray<{ readonly group: string; readonly steps: readonly Step[] }> = [
-  { group: 'scale-up: adds (a create each)', steps: ['add: rest of a batch'] },
-  { group: 'scale-up: first add of each batch (list + create)', steps: ['add: first of a later batch', 'add: first executor of the app'] },
+  { group: 'scale-up: first add of each batch (list + the batch\'s creates)', steps: ['add: first of a later batch', 'add: first executor of the app'] },
+  { group: 'scale-up: rest of a batch (Service made already)', steps: ['add: rest of a batch'] },
   { group: 'scale-up: 4 status updates (no-op)', steps: ['update: scheduled', 'update: creating', 'update: running', 'update: ready'] },
   { group: 'teardown: deletionTimestamp + delete (no-op)', steps: ['update: deletionTimestamp (still Running)', 'delete'] },
-  { group: 'teardown: phase Failed (list + mark)', steps: ['update: phase Failed'] },
+  { group: 'teardown: phase Failed (a list + marks per 32, else nothing)', steps: ['update: phase Failed'] },
   { group: 'teardown: driver Succeeded + delete', steps: ['driver: update Succeeded', 'driver: delete'] },
 ];
 
