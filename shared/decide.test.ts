@@ -214,6 +214,17 @@ describe('keeping: a running executor’s Service stays its own', () => {
       { ...base, pods: [remembered(runningExecutor(), 10 * 60_000), fresh(optedInDriver())], service: fresh(svc({ goneAt: '2026-12-03T11:58:00Z' })) },
       `need pod:${EXEC.name}`,
     ],
+    [
+      'marked gone, executor seen running by a read begun before the Service was read and before the mark → read it (the mark may be newer)',
+      {
+        ...base,
+        pods: [{ ...fresh(runningExecutor(), 5), at: NOW - 5_000 }, fresh(optedInDriver())],
+        claimants: fresh([EXEC.name], 5),
+        service: fresh(svc({ goneAt: new Date(NOW - 2_000).toISOString() })),
+        serviceOrder: 20,
+      },
+      `need pod:${EXEC.name}`,
+    ],
     ['owner not known → read it (the only thing needed)', { ...base, pods: [fresh(runningExecutor())] }, `need pod:${DRIVER.name}`],
     [
       'a tenant pod claims the slot while the recorded executor runs → verified, nothing rewritten',

@@ -136,7 +136,7 @@ const GONE_WORDS: Readonly<Record<GoneHow, string>> = {
 
 /** What is known of a pod that a Service or an executor names by name and UID. */
 type PodState =
-  | { readonly state: 'alive'; readonly fact: PodFact; readonly at: number; readonly fresh: boolean }
+  | { readonly state: 'alive'; readonly fact: PodFact; readonly at: number; readonly fresh: boolean; readonly order: number }
   | { readonly state: 'gone'; readonly how: GoneHow }
   | { readonly state: 'unknown'; readonly need: Need };
 
@@ -149,7 +149,7 @@ function podState(facts: Facts, ref: PodRef, after = 0): PodState {
   const seen = facts.pods.get(ref.name);
   if (seen === undefined) return { state: 'unknown', need: { kind: 'pod', name: ref.name } };
   const pod = seen.value;
-  if (pod !== 'absent' && pod.uid === ref.uid && !pod.terminal) return { state: 'alive', fact: pod, at: seen.at, fresh: seen.fresh };
+  if (pod !== 'absent' && pod.uid === ref.uid && !pod.terminal) return { state: 'alive', fact: pod, at: seen.at, fresh: seen.fresh, order: seen.order };
   if (!seen.fresh || seen.order <= after) return { state: 'unknown', need: { kind: 'pod', name: ref.name } };
   return { state: 'gone', how: pod === 'absent' ? 'absent' : pod.uid !== ref.uid ? 'replaced' : 'terminal' };
 }
@@ -304,8 +304,10 @@ function decideSlot(facts: Facts, slot: SlotFacts, rules: Rules, now: number): S
   if (recorded.state === 'unknown') return { needs: [recorded.need] };
 
   if (recorded.state === 'alive') {
-    // Evidence older than the mark cannot overrule it: the mark was put on a fresh read.
-    const markStands = markedAt !== undefined && !recorded.fresh && !(recorded.at > markedAt);
+    // Evidence older than the mark cannot overrule it: the mark was put on a fresh read. Only a
+    // read begun after this Service was read, or one begun after the mark was written, can.
+    const readAfterService = recorded.fresh && recorded.order > after;
+    const markStands = markedAt !== undefined && !readAfterService && !(recorded.at > markedAt);
     if (markStands) return { needs: [{ kind: 'pod', name: identity.executor.name }] };
     return upkeep(facts, slot, service, identity, recorded);
   }

@@ -76,7 +76,10 @@ async function reconcilePodHint(ctx: ReconcileContext, verb: Verb, pod: Pod, rea
   // event looks at its peers too, so that their own events find their Services marked already.
   const peers =
     goneHint && serviceAgrees && rememberedService !== undefined && rememberedService.goneAt === undefined ? endedPeerCandidates(ctx, namespace, slot) : undefined;
-  const readAfresh = new Set([hint.name, ...(peers?.executors ?? [])]);
+  // Peers' marks are decided from remembered Services: their driver is read afresh first, so that
+  // an application ended by deleting its driver (GC took the Services) costs reads, not writes.
+  const peerOwner = peers === undefined || rememberedService?.owner === undefined ? [] : [rememberedService.owner.name];
+  const readAfresh = new Set([hint.name, ...(peers?.executors ?? []), ...peerOwner]);
   const outcomes = await reconcileSlots(ctx, {
     namespace,
     slots: [slot, ...(peers?.slots ?? [])],
@@ -88,6 +91,7 @@ async function reconcilePodHint(ctx: ReconcileContext, verb: Verb, pod: Pod, rea
       claimants: (s) => agrees && serviceAgrees && s.appId === slot.appId && s.execId === slot.execId && cachedClaimantsInclude(ctx, namespace, s, hint.name),
     },
     claimantWindow: goneHint ? 0 : CLAIMANT_WINDOW,
+    shareLists: !goneHint,
     coordinate: true,
   });
   if (peers !== undefined) {

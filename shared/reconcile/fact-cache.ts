@@ -69,6 +69,20 @@ export class FactCache {
     this.counts.set(namespace, { value: count, at });
   }
 
+  /** Creates decided and not yet settled, by namespace: counted toward the cap by every decision meanwhile. */
+  private readonly creating = new Map<string, number>();
+
+  /** Concurrent decisions each count what the others are about to create (they share one count). */
+  reserveCreates(namespace: string, delta: number): void {
+    const left = (this.creating.get(namespace) ?? 0) + delta;
+    if (left > 0) this.creating.set(namespace, left);
+    else this.creating.delete(namespace);
+  }
+
+  createsUnderWay(namespace: string): number {
+    return this.creating.get(namespace) ?? 0;
+  }
+
   adjustServiceCount(namespace: string, delta: number): void {
     const known = this.counts.get(namespace);
     if (known !== undefined) this.counts.set(namespace, { value: Math.max(0, known.value + delta), at: known.at });

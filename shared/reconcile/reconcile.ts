@@ -41,6 +41,11 @@ export interface ReconcileRequest {
     readonly claimants: (slot: SlotKey) => boolean;
     readonly services: boolean;
   };
+  /**
+   * May wait for another event's list of the same slots' pods and take its answers as remembered
+   * (enough to keep or create). Events whose pod runs; never one that says its executor went.
+   */
+  readonly shareLists?: boolean;
   /** Pods the caller only heard of (a sweep page, perhaps from an old list snapshot): they prompt reads, never prove anything. */
   readonly hintPods?: readonly PodFact[];
   /**
@@ -138,14 +143,22 @@ async function reconcileSlotsUnderWay(ctx: ReconcileContext, request: ReconcileR
     const decision = decide(view.facts(pending), ctx.config, ctx.now().getTime());
     const redo: SlotKey[] = [];
     const again: SlotKey[] = [];
-    await inParallel(decision.actions, CONCURRENCY, async (action) => {
-      const outcome = await apply(ctx, view, action);
-      if (outcome === 'redo') redo.push(action.slot);
-      else if ('decideAgain' in outcome) {
-        outcomes.push(outcome.outcome);
-        again.push(action.slot);
-      } else outcomes.push(outcome);
-    });
+    // Reserved before anything is awaited, so that a concurrent decision counts them; released
+    // once all are settled (a create that succeeded is in the count by then).
+    const creates = decision.actions.filter((a) => a.kind === 'create').length;
+    ctx.facts.reserveCreates(request.namespace, creates);
+    try {
+      await inParallel(decision.actions, CONCURRENCY, async (action) => {
+        const outcome = await apply(ctx, view, action);
+        if (outcome === 'redo') redo.push(action.slot);
+        else if ('decideAgain' in outcome) {
+          outcomes.push(outcome.outcome);
+          again.push(action.slot);
+        } else outcomes.push(outcome);
+      });
+    } finally {
+      ctx.facts.reserveCreates(request.namespace, -creates);
+    }
     pending = uniqueSlots([...decision.waiting, ...redo, ...again]);
     if (pending.length === 0) break;
     await view.read([...decision.needs, ...redo.map((slot): Need => ({ kind: 'service', slot }))], redo);
@@ -230,6 +243,8 @@ class FactView {
   private readonly services = new Map<string, Observation<ServiceFact | 'absent'>>();
   private readonly claimants = new Map<string, Observation<readonly string[]>>();
   private count: Observation<number> | undefined;
+  /** When the count this view uses began (the process's count entry of that epoch). */
+  private countEpoch: number | undefined;
   /** Slots of a claimant window (beyond the requested ones) that a listed pod claims, not yet handed out. */
   private claimedWindowSlots: SlotKey[] = [];
   /** When the current round's reads began: a shared read started earlier is not fresh for it. */
@@ -276,7 +291,14 @@ class FactView {
       let service = this.services.get(key);
       if (service === undefined && remembered?.services === true) {
         const cached = this.ctx.facts.services.get(podKey(ns, executorServiceName(slot.appId, slot.execId)));
-        if (cached !== undefined) service = { value: cached.value, at: cached.at, fresh: false, order: 0 };
+        if (cached !== undefined) {
+          // Kept for the rest of this view, and ordered as if read now: other events refresh the
+          // cache meanwhile, and a version taken later must not count as read before this view's
+          // earlier lists (a "gone" read before a Service proves nothing about it). A newer version
+          // than the one kept makes the write's precondition fail: then it is read afresh.
+          service = { value: cached.value, at: cached.at, fresh: false, order: this.nextOrder() };
+          this.services.set(key, service);
+        }
       }
       let claimants = this.claimants.get(key);
       if (claimants === undefined && remembered?.claimants(slot) === true) {
@@ -300,7 +322,19 @@ class FactView {
         if (owner !== undefined && owner !== 'absent' && owner.controllerPod !== undefined) this.rememberedPod(owner.controllerPod.name);
       }
     }
-    return { namespace: ns, pods: this.pods, slots: slotFacts, ourServiceCount: this.count };
+    return { namespace: ns, pods: this.pods, slots: slotFacts, ourServiceCount: this.countNow() };
+  }
+
+  /**
+   * The count as this decision must see it: what was counted, our creates since (the process's
+   * count of the same epoch or a newer one), and the creates other decisions of this process are
+   * about to make.
+   */
+  private countNow(): Observation<number> | undefined {
+    if (this.count === undefined) return undefined;
+    const known = this.ctx.facts.serviceCount(this.namespace);
+    const counted = known !== undefined && this.countEpoch !== undefined && known.at >= this.countEpoch ? Math.max(this.count.value, known.value) : this.count.value;
+    return { ...this.count, value: counted + this.ctx.facts.createsUnderWay(this.namespace) };
   }
 
   /** Puts a remembered pod into view when the request allows it and no read of this request knows better. */
@@ -399,7 +433,8 @@ class FactView {
     // count as remembered (they may predate this round), which is enough to create.
     const readKey = `${this.namespace}/${appId}`;
     const shared = this.ctx.facts.claimantReads.get(readKey);
-    if (shared !== undefined && slots.every((s) => shared.ids.has(s.execId))) {
+    // An event that says an executor ended lists its slots itself: a list begun earlier may predate the end.
+    if (shared !== undefined && this.request.shareLists === true && slots.every((s) => shared.ids.has(s.execId))) {
       await shared.done.catch(() => undefined);
       const remaining = slots.filter((slot) => {
         const cached = this.ctx.facts.claimants.get(slotCacheKey(this.namespace, slot.appId, slot.execId));
@@ -434,10 +469,11 @@ class FactView {
     const selector = `${SPARK_APP_ID_LABEL}=${appId},${SPARK_ROLE_LABEL}=${SPARK_ROLE_EXECUTOR},${SPARK_EXECUTOR_ID_LABEL} in (${[...ids].join(',')})`;
     const byExec = new Map<string, string[]>([...ids].map((id) => [id, []]));
     const order = this.nextOrder();
+    // What a list shows held at some moment after it began: that moment is all it proves.
+    const at = this.now();
     await forEachPage(
       (token) => this.ctx.client.listPods(this.namespace, selector, this.ctx.config.sweepPageSize, token),
       (items) => {
-        const at = this.now();
         for (const item of items) {
           const fact = podFact(item, this.ctx.config.defaultBlockManagerPort);
           if (fact?.execId === undefined) continue;
@@ -446,7 +482,6 @@ class FactView {
         }
       },
     );
-    const at = this.now();
     for (const [execId, names] of byExec) {
       this.claimants.set(slotKey({ appId, execId }), { value: names, at, fresh: true, order });
       // An empty list is a negative fact: never remembered.
@@ -481,7 +516,8 @@ class FactView {
     }
     const value = await read.read;
     const fresh = read === shared ? read.startedAt > this.roundStart : true;
-    const at = fresh ? this.now() : read.startedAt;
+    // A read shows what held at some moment after it began.
+    const at = read.startedAt;
     if (value === 'absent') {
       this.pods.set(name, { value, at, fresh, order: fresh ? order : 0 });
       if (fresh) this.ctx.facts.pods.delete(key);
@@ -500,6 +536,7 @@ class FactView {
     const known = this.ctx.facts.serviceCount(this.namespace);
     if (this.count === undefined && known !== undefined && this.now() - known.at <= COUNT_MAX_AGE_MS) {
       this.count = { value: known.value, at: known.at, fresh: false, order: 0 };
+      this.countEpoch = known.at;
       return;
     }
     let counting = this.ctx.facts.countReads.get(this.namespace);
@@ -526,6 +563,7 @@ class FactView {
     // Our own creates since the count began are added to it as they happen (adjustServiceCount).
     const current = this.ctx.facts.serviceCount(this.namespace);
     this.count = { value: Math.max(count, current?.value ?? 0), at: this.now(), fresh: true, order: this.nextOrder() };
+    this.countEpoch = current?.at;
   }
 }
 
@@ -549,14 +587,24 @@ function chunks<T>(items: readonly T[], size: number): T[][] {
   return out;
 }
 
-/** Runs `work` over `items` with at most `limit` at once; the first failure fails the whole. */
+/**
+ * Runs `work` over `items` with at most `limit` at once. The first failure fails the whole, once
+ * the work already started has settled (nothing of an answered event is left running) and
+ * without starting more.
+ */
 export async function inParallel<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
+  let failure: { error: unknown } | undefined;
   const worker = async (): Promise<void> => {
-    while (next < items.length) {
+    while (next < items.length && failure === undefined) {
       const item = items[next++]!;
-      await work(item);
+      try {
+        await work(item);
+      } catch (error) {
+        failure ??= { error };
+      }
     }
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  if (failure !== undefined) throw failure.error;
 }
