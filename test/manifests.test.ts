@@ -695,15 +695,17 @@ describe('Dockerfile and .dockerignore', () => {
     expect(instructions.some((l) => /^RUN npm ci\b/.test(l))).toBe(true);
     expect(instructions).toContain('RUN npm run bundle');
     const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
-    expect(pkg.scripts['bundle']).toMatch(/^rolldown functions\/executor-service\/main\.ts .*--file dist\/main\.mjs$/);
-    // The final stage carries no node_modules and nothing of the build but the bundle.
+    expect(pkg.scripts['bundle']).toBe('node scripts/bundle.ts dist');
+    // The final stage carries no node_modules and nothing of the build but the bundle and its loader,
+    // and makes the bundle's code cache with its own node (test/bundle.test.ts runs the same step).
     expect(lastStage.filter((l) => /node_modules/.test(l))).toEqual([]);
-    expect(lastStage.filter((l) => /^COPY/.test(l))).toEqual(['COPY --from=build /app/dist/main.mjs ./main.mjs']);
+    expect(lastStage.filter((l) => /^COPY/.test(l))).toEqual(['COPY --from=build /app/dist/main.cjs /app/dist/start.cjs ./']);
+    expect(lastStage).toContain('RUN ["node", "start.cjs", "--write-code-cache"]');
   });
 
   it('runs non-root as 65532 with the bundled entry point', () => {
     expect(lastStage).toContain('USER 65532:65532');
-    expect(lastStage.at(-1)).toBe('CMD ["node", "main.mjs"]');
+    expect(lastStage.at(-1)).toBe('CMD ["node", "start.cjs"]');
   });
 
   it('.dockerignore sends only what the build needs', () => {

@@ -143,14 +143,15 @@ describe.skipIf(skip)('a real Prometheus scrapes the function during a replayed 
     const driverRef = { name: driver.metadata.name, uid: driver.metadata.uid! };
     replies.push(await h.send('add', driver));
     const executors = ['1', '2', '3'].map((execId) => h.createPod(executorPod({ namespace: NS, appId, execId, driver: driverRef, blockManagerPort: 7079 })));
+    // Created in one batch: the first add makes the three Services, the others find theirs made.
     for (const pod of executors) replies.push(await h.send('add', pod));
     h.emulator.deleteObject('pods', NS, executors[1]!.metadata.name);
     replies.push(await h.send('delete', executors[1]!));
     expect(replies.map((r) => r.type)).toEqual([
       'spark-exec-svc.ignored',
       'spark-exec-svc.service.created',
-      'spark-exec-svc.service.created',
-      'spark-exec-svc.service.created',
+      'spark-exec-svc.service.verified',
+      'spark-exec-svc.service.verified',
       'spark-exec-svc.service.marked-gone',
     ]);
 
@@ -164,7 +165,7 @@ describe.skipIf(skip)('a real Prometheus scrapes the function during a replayed 
     expect(swept.type).toBe('spark-exec-svc.swept');
     const driverOutcome = driverDeleted.data!.action;
 
-    const expectedEvents: Record<string, number> = { created: 3, ignored: 1, 'marked-gone': 1, swept: 1 };
+    const expectedEvents: Record<string, number> = { created: 1, verified: 2, ignored: 1, 'marked-gone': 1, swept: 1 };
     expectedEvents[driverOutcome] = (expectedEvents[driverOutcome] ?? 0) + 1;
     await eventually('events by outcome', () => byLabel(`sum by (outcome) (spark_exec_svc_events_total{job="${JOB}"})`, 'outcome'), Object.fromEntries(Object.entries(expectedEvents).sort(([a], [b]) => a.localeCompare(b))));
     await eventually(

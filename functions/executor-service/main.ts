@@ -1,51 +1,7 @@
-import * as k8s from '@kubernetes/client-node';
-import { ConfigError, loadConfig } from '../../shared/config.ts';
-import { CoreV1KubeClient } from '../../shared/kube/client.ts';
-import { jsonLogger } from '../../shared/log.ts';
-import { newMetrics } from '../../shared/metrics.ts';
-import { newProcessCaches } from '../../shared/reconcile/caches.ts';
-import { startFunctionServer } from './server.ts';
-
-/** Entry point of the container: config from env, in-cluster credentials, serve until SIGTERM. */
-async function main(): Promise<void> {
-  let config;
-  try {
-    config = loadConfig();
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`spark-exec-svc: ${error.message}\n`);
-      process.exit(1);
-    }
-    throw error;
-  }
-  const log = jsonLogger(config.logLevel);
-  const kubeConfig = new k8s.KubeConfig();
-  kubeConfig.loadFromDefault();
-  // Node's process metrics too (CPU, memory, event loop, GC): served at /metrics with the function's own.
-  const metrics = newMetrics({ processMetrics: true });
-  const server = await startFunctionServer(
-    { client: new CoreV1KubeClient(kubeConfig, config.requestTimeoutMs), config, log, metrics, caches: newProcessCaches() },
-    { port: config.port },
-  );
-  log.info('listening', {
-    port: server.port,
-    namespaces: config.namespaces,
-    optInMode: config.optInMode,
-    cooldownSeconds: config.cooldownSeconds,
-    apiServer: kubeConfig.getCurrentCluster()?.server,
-  });
-  let stopping = false;
-  const stop = (signal: string): void => {
-    if (stopping) return;
-    stopping = true;
-    log.info('shutting down', { signal, inFlight: server.inFlight() });
-    void server.shutdown().then(() => {
-      log.info('stopped', metrics.summary());
-      process.exit(0);
-    });
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
-}
+/**
+ * Entry point of `npm run serve`, the tests and the bench (type stripping, or tsc's dist/). The
+ * container starts the same main() through the bundle's loader (start.ts, scripts/bundle.ts).
+ */
+import { main } from './run.ts';
 
 await main();
