@@ -22,90 +22,14 @@ import { executorServiceName } from '../../shared/naming.ts';
 import type { RequestRecord } from '../kube-emulator/index.ts';
 import { sweepEvent } from '../reliability/lifecycle.ts';
 import { NS, audited, sleep, useAudit } from '../reliability/support.ts';
+import { GONE_AT, type SvcObj, invariantProblems } from './invariant.ts';
 import type { PostedReply } from '../support/cloudevents.ts';
 import type { Harness, HarnessOptions } from '../support/harness.ts';
 import { OPT_IN, type PodBody, driverPod, executorPod, nonSparkPod, sparkAppId } from '../support/spark-pods.ts';
 
 useAudit();
 
-// ---- the invariant, from the specification ------------------------------------------------------
-
-const GONE_AT = 'spark-exec-svc/executor-gone-at';
-const ENABLED = 'spark-exec-svc/enabled';
-const TERMINAL = new Set(['Succeeded', 'Failed']);
-const SPARK_EXEC_ID = /^[1-9][0-9]*$/;
-
-interface PodObj {
-  metadata: {
-    name: string;
-    uid: string;
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-    ownerReferences?: Array<{ apiVersion: string; kind: string; name: string; uid: string; controller?: boolean }>;
-  };
-  spec?: { containers?: Array<{ env?: Array<{ name: string; value?: string }> }> };
-  status?: { phase?: string };
-}
-
-interface SvcObj {
-  metadata: { name: string; uid: string; resourceVersion: string; labels?: Record<string, string>; annotations?: Record<string, string>; ownerReferences?: Array<Record<string, unknown>> };
-  spec?: { selector?: Record<string, string>; ports?: Array<{ port?: number }> };
-}
-
-const optedIn = (pod: PodObj): boolean => pod.metadata.labels?.[ENABLED] === 'true' || pod.metadata.annotations?.[ENABLED] === 'true';
-const lives = (pod: PodObj | undefined, uid?: string): pod is PodObj => pod !== undefined && (uid === undefined || pod.metadata.uid === uid) && !TERMINAL.has(pod.status?.phase ?? '');
-
-/** README: the pod annotation, then -Dspark.blockManager.port in SPARK_JAVA_OPT_n, then BLOCK_MANAGER_PORT. */
-function portOf(pod: PodObj, fallback: number | undefined): number | undefined {
-  const annotated = pod.metadata.annotations?.['spark-exec-svc/block-manager-port'];
-  if (annotated !== undefined) return Number(annotated);
-  for (const c of pod.spec?.containers ?? []) {
-    for (const e of c.env ?? []) {
-      const m = /^SPARK_JAVA_OPT_\d+$/.test(e.name) ? /-Dspark\.blockManager\.port=(\d+)/.exec(e.value ?? '') : null;
-      if (m !== null && Number(m[1]) !== 0) return Number(m[1]);
-    }
-  }
-  return fallback;
-}
-
-function invariantProblems(h: Harness, genuine: ReadonlySet<string>, cap?: number): string[] {
-  const pods = h.emulator.listObjects('pods', NS) as unknown as PodObj[];
-  const byName = new Map(pods.map((p) => [p.metadata.name, p]));
-  const claims = new Map<string, Array<{ pod: string; problems: string[] }>>();
-  const ours = h.emulator.listObjects('services', NS, 'app.kubernetes.io/managed-by=spark-exec-svc').length;
-  for (const pod of pods) {
-    const labels = pod.metadata.labels ?? {};
-    const appId = labels['spark-app-selector'];
-    const execId = labels['spark-exec-id'];
-    if (labels['spark-role'] !== 'executor' || !appId || execId === undefined || !SPARK_EXEC_ID.test(execId) || !lives(pod)) continue;
-    const owner = (pod.metadata.ownerReferences ?? []).find((r) => r.controller === true && r.kind === 'Pod' && r.apiVersion === 'v1');
-    if (owner === undefined || !lives(byName.get(owner.name), owner.uid)) continue;
-    if (!optedIn(pod) && !optedIn(byName.get(owner.name)!)) continue;
-    const port = portOf(pod, h.config.defaultBlockManagerPort);
-    if (port === undefined) continue;
-    const name = executorServiceName(appId, execId);
-    const svc = h.emulator.getObject('services', NS, name) as unknown as SvcObj | undefined;
-    const problems: string[] = [];
-    if (svc === undefined) {
-      if (cap === undefined || ours < cap) problems.push('missing');
-    } else {
-      if (svc.metadata.annotations?.[GONE_AT] !== undefined) problems.push(`marked gone (${svc.metadata.annotations[GONE_AT]})`);
-      const owners = svc.metadata.ownerReferences ?? [];
-      if (owners.length !== 1 || owners[0]!['name'] !== owner.name || owners[0]!['uid'] !== owner.uid) problems.push(`owners ${JSON.stringify(owners)}`);
-      const sel = svc.spec?.selector ?? {};
-      if (Object.keys(sel).length !== 2 || sel['spark-app-selector'] !== appId || sel['spark-exec-id'] !== execId) problems.push(`selector ${JSON.stringify(sel)}`);
-      if (svc.spec?.ports?.[0]?.port !== port) problems.push(`port ${svc.spec?.ports?.[0]?.port}, the executor listens on ${port}`);
-    }
-    claims.set(name, [...(claims.get(name) ?? []), { pod: pod.metadata.name, problems }]);
-  }
-  const out: string[] = [];
-  for (const [name, verdicts] of claims) {
-    const mine = verdicts.filter((v) => genuine.has(v.pod));
-    const mustHold = mine.length > 0 ? mine : verdicts.length === 1 ? verdicts : [];
-    for (const v of mustHold) out.push(...v.problems.map((p) => `Service ${name} of live executor ${v.pod}: ${p}`));
-  }
-  return out;
-}
+// The invariant: ./invariant.ts.
 
 // ---- helpers ----------------------------------------------------------------------------------------
 
@@ -137,7 +61,7 @@ class Scene {
   }
 
   problems(): string[] {
-    return invariantProblems(this.h, this.genuine, this.cap);
+    return invariantProblems(this.h.emulator, this.h.config.defaultBlockManagerPort, this.genuine, this.cap);
   }
 
   check(step: string): void {
