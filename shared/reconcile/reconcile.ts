@@ -138,17 +138,24 @@ async function reconcileSlotsUnderWay(ctx: ReconcileContext, request: ReconcileR
   const view = new FactView(ctx, request);
   const outcomes: ServiceOutcome[] = [];
   let pending: SlotKey[] = uniqueSlots(request.slots);
-  if (request.readServicesFirst === true) await view.read(pending.map((slot): Need => ({ kind: 'service', slot })), []);
+  if (request.readServicesFirst === true) {
+    await view.read(pending.map((slot): Need => ({ kind: 'service', slot })), []);
+    // A marked Service whose recorded executor the caller's list showed running (a sweep page):
+    // read that executor, or the cool-down's "the mark stands, unread" would keep a wrong mark.
+    await view.read(view.markedButHintedRunning().map((name): Need => ({ kind: 'pod', name })), []);
+  }
   for (let round = 0; round < MAX_ROUNDS && pending.length > 0; round++) {
     const decision = decide(view.facts(pending), ctx.config, ctx.now().getTime());
     const redo: SlotKey[] = [];
     const again: SlotKey[] = [];
-    // Reserved before anything is awaited, so that a concurrent decision counts them; released
-    // once all are settled (a create that succeeded is in the count by then).
+    // Reserved before anything is awaited, so that a concurrent decision counts them; each create
+    // drops its own reservation as it settles (into the count if it succeeded), those never sent at the end.
     const creates = decision.actions.filter((a) => a.kind === 'create').length;
+    let sent = 0;
     ctx.facts.reserveCreates(request.namespace, creates);
     try {
       await inParallel(decision.actions, CONCURRENCY, async (action) => {
+        if (action.kind === 'create') sent++;
         const outcome = await apply(ctx, view, action);
         if (outcome === 'redo') redo.push(action.slot);
         else if ('decideAgain' in outcome) {
@@ -157,7 +164,7 @@ async function reconcileSlotsUnderWay(ctx: ReconcileContext, request: ReconcileR
         } else outcomes.push(outcome);
       });
     } finally {
-      ctx.facts.reserveCreates(request.namespace, -creates);
+      ctx.facts.reserveCreates(request.namespace, -(creates - sent));
     }
     pending = uniqueSlots([...decision.waiting, ...redo, ...again]);
     if (pending.length === 0) break;
@@ -196,7 +203,13 @@ async function apply(ctx: ReconcileContext, view: FactView, action: Action): Pro
     case 'report':
       return done(action.service, action.outcome, action.why);
     case 'create': {
-      const created = await ctx.client.createService(action.body);
+      let created;
+      try {
+        created = await ctx.client.createService(action.body);
+      } finally {
+        // Its reservation ends here; a success enters the count below, in the same step.
+        ctx.facts.reserveCreates(namespace, -1);
+      }
       if (created.outcome === 'exists') {
         view.forgetService(action.slot);
         return 'redo';
@@ -245,6 +258,7 @@ class FactView {
   private count: Observation<number> | undefined;
   /** When the count this view uses began (the process's count entry of that epoch). */
   private countEpoch: number | undefined;
+  private windowOpened = false;
   /** Slots of a claimant window (beyond the requested ones) that a listed pod claims, not yet handed out. */
   private claimedWindowSlots: SlotKey[] = [];
   /** When the current round's reads began: a shared read started earlier is not fresh for it. */
@@ -342,6 +356,19 @@ class FactView {
     if (this.pods.has(name) || this.request.remembered?.pod(name) !== true) return;
     const cached = this.ctx.facts.pods.get(podKey(this.namespace, name));
     if (cached !== undefined) this.pods.set(name, { value: cached.value, at: cached.at, fresh: false, order: 0 });
+  }
+
+  /** Executors that fresh Services of this view record as gone while a hint pod shows them running. */
+  markedButHintedRunning(): string[] {
+    const names: string[] = [];
+    for (const seen of this.services.values()) {
+      const service = seen.value;
+      if (!seen.fresh || service === 'absent' || service.goneAt === undefined || typeof service.identity !== 'object') continue;
+      const { name, uid } = service.identity.executor;
+      const hinted = this.pods.get(name);
+      if (hinted !== undefined && !hinted.fresh && hinted.value !== 'absent' && hinted.value.uid === uid && !hinted.value.terminal) names.push(name);
+    }
+    return names;
   }
 
   takeClaimedWindowSlots(): SlotKey[] {
@@ -451,8 +478,11 @@ class FactView {
     }
     const ids = new Set(slots.map((s) => s.execId));
     const requested = new Set(ids);
-    const window = this.request.claimantWindow ?? 0;
+    // The window once per view: a slot listed again (its Service read after the first list) does
+    // not open another window, which would chain list after list across an application.
+    const window = this.windowOpened ? 0 : (this.request.claimantWindow ?? 0);
     if (window > 0 && slots.length === 1) {
+      this.windowOpened = true;
       const first = BigInt(slots[0]!.execId);
       for (let i = 1n; i <= BigInt(window); i++) ids.add((first + i).toString());
     }
