@@ -17,18 +17,12 @@
  * now guard the fixes. The others passed and stay as regression tests.
  */
 import { describe, expect, it } from 'vitest';
-import { startFunctionServer } from '../../functions/executor-service/server.ts';
-import { loadConfig } from '../../shared/config.ts';
-import { CoreV1KubeClient } from '../../shared/kube/client.ts';
-import { jsonLogger } from '../../shared/log.ts';
-import { newMetrics } from '../../shared/metrics.ts';
-import { type ProcessCaches, newProcessCaches } from '../../shared/reconcile/caches.ts';
-import { executorServiceName } from '../../shared/naming.ts';
 import type { KubeEmulator } from '../kube-emulator/index.ts';
 import { sweepEvent } from '../reliability/lifecycle.ts';
 import { NS, audited, sleep, useAudit } from '../reliability/support.ts';
-import { GONE_AT, type SvcObj, invariantProblems } from './invariant.ts';
-import { type PostedReply, podEventType, podSubject, postCloudEvent } from '../support/cloudevents.ts';
+import { GONE_AT } from './invariant.ts';
+import { PORT, check, current, deliverLikeAdapter, fail, instanceWithCaches, marked, ok, ref, sendTo, svcName, svcOf } from './review-support.ts';
+import { type PostedReply } from '../support/cloudevents.ts';
 import type { Harness } from '../support/harness.ts';
 import { type PodBody, driverPod, executorPod, sparkAppId } from '../support/spark-pods.ts';
 
@@ -36,58 +30,19 @@ useAudit();
 
 // ---- helpers ----------------------------------------------------------------------------------------
 
-const PORT = 7079;
-const ref = (pod: PodBody): { name: string; uid: string } => ({ name: pod.metadata.name, uid: pod.metadata.uid! });
-const svcName = (appId: string, execId: number | string): string => executorServiceName(appId, String(execId));
-const svcOf = (e: KubeEmulator, name: string): SvcObj | undefined => e.getObject('services', NS, name) as unknown as SvcObj | undefined;
-const marked = (e: KubeEmulator, name: string): boolean => svcOf(e, name)?.metadata.annotations?.[GONE_AT] !== undefined;
-const current = (e: KubeEmulator, name: string): PodBody => {
-  const pod = e.getObject('pods', NS, name);
-  if (pod === undefined) throw new Error(`pod ${name} does not exist`);
-  return pod as unknown as PodBody;
-};
-const fail = (e: KubeEmulator, pod: PodBody): PodBody => e.patchObject('pods', NS, pod.metadata.name, { status: { phase: 'Failed' } }) as unknown as PodBody;
 const markBehindBack = (e: KubeEmulator, name: string, at: Date): void => {
   e.patchObject('services', NS, name, { metadata: { annotations: { [GONE_AT]: at.toISOString() } } });
 };
 
-function check(e: KubeEmulator, genuine: ReadonlySet<string>, step: string, cap?: number): void {
-  expect(invariantProblems(e, PORT, genuine, cap), `invariant after: ${step}`).toEqual([]);
-}
 
-async function ok(reply: Promise<PostedReply>, what: string): Promise<PostedReply> {
-  const r = await reply;
-  expect(r.status, `${what}: ${r.text}`).toBe(200);
-  return r;
-}
 
 function app(h: Harness, appId: string): { appId: string; driver: PodBody; exec: (id: number) => PodBody } {
   const driver = h.createPod(driverPod({ namespace: NS, appId }));
   return { appId, driver, exec: (id) => h.createPod(executorPod({ namespace: NS, appId, execId: String(id), driver: ref(driver), blockManagerPort: PORT })) };
 }
 
-/** The ApiServerSource adapter: up to 6 attempts (50 ms × 2^n backoff) on 503 and friends. */
-async function deliverLikeAdapter(send: () => Promise<PostedReply>): Promise<{ reply: PostedReply; attempts: number }> {
-  for (let attempt = 1; ; attempt++) {
-    const reply = await send();
-    if (![404, 413, 425, 429, 502, 503, 504].includes(reply.status) || attempt === 6) return { reply, attempts: attempt };
-    await sleep(50 * 2 ** attempt);
-  }
-}
 
-/** A function instance whose process caches the test can look at (for leaks only). */
-async function instanceWithCaches(emulator: KubeEmulator, env: Record<string, string> = {}): Promise<{ url: string; caches: ProcessCaches; close: () => Promise<void> }> {
-  const config = loadConfig({ WATCH_NAMESPACES: NS, BLOCK_MANAGER_PORT: String(PORT), LOG_LEVEL: 'error', ...env }, () => undefined);
-  const caches = newProcessCaches();
-  const fn = await startFunctionServer(
-    { client: new CoreV1KubeClient(emulator.kubeConfig(), config.requestTimeoutMs), config, log: jsonLogger('error', () => undefined), metrics: newMetrics(), caches },
-    { port: 0, host: '127.0.0.1' },
-  );
-  return { url: `http://127.0.0.1:${fn.port}/`, caches, close: () => fn.shutdown(1000) };
-}
 
-const sendTo = (url: string, verb: 'add' | 'update' | 'delete', pod: PodBody): Promise<PostedReply> =>
-  postCloudEvent(url, { type: podEventType(verb), data: pod, subject: podSubject(pod.metadata.namespace, pod.metadata.name) });
 const sweepTo = (url: string): Promise<PostedReply> => sweepEvent(url, `sweep-${Math.random().toString(36).slice(2)}`);
 const ours = (e: KubeEmulator): number => e.listObjects('services', NS, 'app.kubernetes.io/managed-by=spark-exec-svc').length;
 
