@@ -178,6 +178,21 @@ const TOLERATIONS = [
 ];
 const SPARK_IMAGE = 'apache/spark:4.0.0-scala2.13-java17-python3-ubuntu';
 
+/** The rest of a Spark pod's spec, the same for driver and executors: Spark's settings and the API server's defaults. */
+const SPARK_POD_SPEC_REST = {
+  restartPolicy: 'Never',
+  terminationGracePeriodSeconds: 30,
+  dnsPolicy: 'ClusterFirst',
+  serviceAccountName: 'spark',
+  serviceAccount: 'spark',
+  securityContext: {},
+  schedulerName: 'default-scheduler',
+  tolerations: TOLERATIONS,
+  priority: 0,
+  enableServiceLinks: true,
+  preemptionPolicy: 'PreemptLowerPriority',
+};
+
 /**
  * A Spark 4.0 driver pod as spark-submit creates it in cluster mode (BasicDriverFeatureStep,
  * DriverServiceFeatureStep, MountVolumes…), opted in by label. Not yet seeded: no uid.
@@ -228,17 +243,7 @@ export function sparkDriverPod(namespace: string, seed: number): PodBody {
         { name: 'spark-conf-volume-driver', configMap: { name: `spark-drv-${suffix(appId, 16)}-conf-map`, defaultMode: 420, items: [{ key: 'spark.properties', path: 'spark.properties', mode: 420 }] } },
         api.volume,
       ],
-      restartPolicy: 'Never',
-      terminationGracePeriodSeconds: 30,
-      dnsPolicy: 'ClusterFirst',
-      serviceAccountName: 'spark',
-      serviceAccount: 'spark',
-      securityContext: {},
-      schedulerName: 'default-scheduler',
-      tolerations: TOLERATIONS,
-      priority: 0,
-      enableServiceLinks: true,
-      preemptionPolicy: 'PreemptLowerPriority',
+      ...SPARK_POD_SPEC_REST,
     },
     status: { phase: 'Pending' },
   } as unknown as PodBody;
@@ -321,17 +326,7 @@ export function sparkExecutorPod(driver: PodBody, execId: number, finalizer?: st
         { name: 'spark-conf-volume-exec', configMap: { name: `spark-exec-${suffix(appId, 16)}-conf-map`, defaultMode: 420, items: [{ key: 'spark-env.sh', path: 'spark-env.sh', mode: 420 }] } },
         api.volume,
       ],
-      restartPolicy: 'Never',
-      terminationGracePeriodSeconds: 30,
-      dnsPolicy: 'ClusterFirst',
-      serviceAccountName: 'spark',
-      serviceAccount: 'spark',
-      securityContext: {},
-      schedulerName: 'default-scheduler',
-      tolerations: TOLERATIONS,
-      priority: 0,
-      enableServiceLinks: true,
-      preemptionPolicy: 'PreemptLowerPriority',
+      ...SPARK_POD_SPEC_REST,
     },
     status: { phase: 'Pending' },
   } as unknown as PodBody;
