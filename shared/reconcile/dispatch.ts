@@ -14,7 +14,7 @@ import { type PodFact, notAnExecutorSlot, podFact } from '../spark-pod.ts';
 import type { SlotKey } from '../decide.ts';
 import { type EventResult, type ServiceOutcome, headline, ignored } from './context.ts';
 import type { ReconcileContext } from './context.ts';
-import { podKey, slotCacheKey } from './fact-cache.ts';
+import { appCacheKey, podKey, slotCacheKey } from './fact-cache.ts';
 import { reconcileServices, reconcileSlots } from './reconcile.ts';
 import { sweep } from './sweep.ts';
 
@@ -97,7 +97,7 @@ async function reconcilePodHint(ctx: ReconcileContext, verb: Verb, pod: Pod, rea
   if (peers !== undefined) {
     const peerNames = new Set(peers.slots.map((s) => executorServiceName(s.appId, s.execId)));
     const ended = outcomes.filter((o) => o.action === 'marked-gone' && peerNames.has(o.service)).length;
-    ctx.facts.endedPeers.set(appKey(namespace, slot.appId), { value: ended, at: ctx.now().getTime() });
+    ctx.facts.endedPeers.set(appCacheKey(namespace, slot.appId), { value: ended, at: ctx.now().getTime() });
   }
   return result(outcomes, app, executorServiceName(slot.appId, slot.execId));
 }
@@ -115,7 +115,7 @@ const QUIET_PEERS_MS = 10_000;
  * Nothing here is believed: they are only added to what is read and decided.
  */
 function endedPeerCandidates(ctx: ReconcileContext, namespace: string, slot: SlotKey): { slots: SlotKey[]; executors: string[] } | undefined {
-  const last = ctx.facts.endedPeers.peek(appKey(namespace, slot.appId));
+  const last = ctx.facts.endedPeers.peek(appCacheKey(namespace, slot.appId));
   if (last !== undefined && last.value === 0 && ctx.now().getTime() - last.at < QUIET_PEERS_MS) return undefined;
   const slots: SlotKey[] = [];
   const executors: string[] = [];
@@ -132,8 +132,6 @@ function endedPeerCandidates(ctx: ReconcileContext, namespace: string, slot: Slo
   }
   return slots.length === 0 ? undefined : { slots, executors };
 }
-
-const appKey = (namespace: string, appId: string): string => `${namespace}/${appId}`;
 
 function cachedClaimantsInclude(ctx: ReconcileContext, namespace: string, slot: SlotKey, name: string): boolean {
   return ctx.facts.claimants.get(slotCacheKey(namespace, slot.appId, slot.execId))?.value.includes(name) === true;

@@ -40,6 +40,8 @@ export class FactCache {
   readonly endedPeers: BoundedLru<Remembered<number>>;
   /** How many Services of ours each namespace holds, as last counted and then kept up to date by our own writes. */
   private readonly counts = new Map<string, Remembered<number>>();
+  /** Creates decided and not yet settled, by namespace: counted toward the cap by every decision meanwhile. */
+  private readonly creating = new Map<string, number>();
   /** Pod reads under way, by namespace/name: concurrent events share one read (a scale-up names one driver many times). */
   readonly podReads = new Map<string, { readonly startedAt: number; readonly read: Promise<PodFact | 'absent'> }>();
   /** Counts of our Services under way, by namespace: concurrent creates share one. */
@@ -69,9 +71,6 @@ export class FactCache {
     this.counts.set(namespace, { value: count, at });
   }
 
-  /** Creates decided and not yet settled, by namespace: counted toward the cap by every decision meanwhile. */
-  private readonly creating = new Map<string, number>();
-
   /** Concurrent decisions each count what the others are about to create (they share one count). */
   reserveCreates(namespace: string, delta: number): void {
     const left = (this.creating.get(namespace) ?? 0) + delta;
@@ -99,4 +98,5 @@ export class FactCache {
 }
 
 export const podKey = (namespace: string, name: string): string => `${namespace}/${name}`;
+export const appCacheKey = (namespace: string, appId: string): string => `${namespace}/${appId}`;
 export const slotCacheKey = (namespace: string, appId: string, execId: string): string => `${namespace}/${appId}/${execId}`;

@@ -12,7 +12,7 @@ import { executorServiceName } from '../naming.ts';
 import { OUR_SERVICES_SELECTOR, type ServiceFact, appServicesSelector, serviceFact } from '../service-spec.ts';
 import { type PodFact, podFact } from '../spark-pod.ts';
 import type { ReconcileContext, ServiceOutcome } from './context.ts';
-import { podKey, slotCacheKey } from './fact-cache.ts';
+import { appCacheKey, podKey, slotCacheKey } from './fact-cache.ts';
 
 /** Rounds of decide → read → decide per batch (a cold add takes four: its pods, its driver, the count, the create); a slot still undecided after them is a retryable failure (503). */
 const MAX_ROUNDS = 10;
@@ -458,7 +458,7 @@ class FactView {
   private async listClaimants(appId: string, slots: readonly SlotKey[]): Promise<void> {
     // Adds that arrive together (a scale-up) wait for one list that covers them; its answers
     // count as remembered (they may predate this round), which is enough to create.
-    const readKey = `${this.namespace}/${appId}`;
+    const readKey = appCacheKey(this.namespace, appId);
     const shared = this.ctx.facts.claimantReads.get(readKey);
     // An event that says an executor ended lists its slots itself: a list begun earlier may predate the end.
     if (shared !== undefined && this.request.shareLists === true && slots.every((s) => shared.ids.has(s.execId))) {
