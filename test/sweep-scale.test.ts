@@ -4,7 +4,7 @@
  * deadline, and a sweep after that writes nothing.
  */
 import { afterEach, expect, it } from 'vitest';
-import { executorServiceName } from '../shared/naming.ts';
+import { executorServiceName } from '../shared/model/naming.ts';
 import type { Harness } from './support/harness.ts';
 import { startHarness } from './support/harness.ts';
 import { driverPod, executorPod } from './support/spark-pods.ts';

@@ -27,7 +27,7 @@
  * function reads neither.
  */
 import { join } from 'node:path';
-import { EXECUTOR_GONE_AT_ANNOTATION } from '../../shared/labels.ts';
+import { EXECUTOR_GONE_AT_ANNOTATION } from '../../shared/model/labels.ts';
 import { EventPoster, type PodBody, type PreparedEvent, type Posted, appDriver, appExecutors, pingEvent, podEvent, podRefEvent } from '../lib/load.ts';
 import { type EmulatorProcess, type LoggedRequest, sleep, startEmulatorProcess, startFunctionProcess } from '../lib/procs.ts';
 

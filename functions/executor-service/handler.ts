@@ -1,18 +1,18 @@
 import { CloudEvent } from 'cloudevents';
-import type { Config } from '../../shared/config.ts';
-import { InvalidEventError, parseFunctionEvent } from '../../shared/events.ts';
-import type { CloudEventLike } from '../../shared/events.ts';
+import type { Config } from '../../shared/ops/config.ts';
+import { InvalidEventError, parseFunctionEvent } from '../../shared/model/events.ts';
+import type { CloudEventLike } from '../../shared/model/events.ts';
 import type { KubeClient } from '../../shared/kube/client.ts';
 import { KubeApiError } from '../../shared/kube/errors.ts';
 import { withRequestMetrics } from '../../shared/kube/instrumented-client.ts';
 import { withRetries } from '../../shared/kube/retrying-client.ts';
-import type { Logger } from '../../shared/log.ts';
-import type { Metrics } from '../../shared/metrics.ts';
-import type { EventResult } from '../../shared/reconcile/context.ts';
-import { reconcileEvent } from '../../shared/reconcile/dispatch.ts';
-import { FactsKeptChangingError } from '../../shared/reconcile/reconcile.ts';
-import type { ProcessCaches } from '../../shared/reconcile/caches.ts';
-import { DeadlineExceededError, defaultSleep } from '../../shared/retry.ts';
+import type { Logger } from '../../shared/ops/log.ts';
+import type { Metrics } from '../../shared/ops/metrics.ts';
+import type { EventResult } from '../../shared/engine/context.ts';
+import { reconcileEvent } from '../../shared/triggers/route.ts';
+import { FactsKeptChangingError } from '../../shared/engine/reconcile.ts';
+import type { ProcessCaches } from '../../shared/triggers/process-state.ts';
+import { DeadlineExceededError, defaultSleep } from '../../shared/kube/retry.ts';
 
 export const REPLY_SOURCE = '/spark-exec-svc/executor-service';
 export const REPLY_TYPE_PREFIX = 'spark-exec-svc.';
@@ -58,7 +58,7 @@ export async function handleEvent(deps: HandlerDeps, event: CloudEventLike, subj
   let isSweep = false;
   const cursor = deps.caches.sweepCursor;
   const roundsBefore = cursor.rounds;
-  // A tick that finds a sweep running in this process does nothing (shared/reconcile/sweep.ts).
+  // A tick that finds a sweep running in this process does nothing (shared/triggers/sweep.ts).
   const sweepBusy = cursor.running;
   try {
     const parsed = parseFunctionEvent(event);

@@ -1,7 +1,7 @@
 import * as k8s from '@kubernetes/client-node';
 import { z } from 'zod';
-import { NamespaceName, ObjectName, Pod, Service } from '../k8s-objects.ts';
-import type { ServiceBody } from '../service-spec.ts';
+import { NamespaceName, ObjectName, Pod, Service } from '../model/k8s-objects.ts';
+import type { ServiceBody } from '../model/service-spec.ts';
 import { type CallDescription, KubeApiError, toKubeApiError } from './errors.ts';
 
 export interface Page<T> {

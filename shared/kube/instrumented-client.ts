@@ -1,9 +1,9 @@
-import { NamespaceName, ObjectName } from '../k8s-objects.ts';
-import { type KubeResource, type KubeVerb, kubeCodeLabel } from '../metrics.ts';
-import type { ServiceBody } from '../service-spec.ts';
+import { NamespaceName, ObjectName } from '../model/k8s-objects.ts';
+import { type KubeResource, type KubeVerb, kubeCodeLabel } from '../ops/metrics.ts';
+import type { ServiceBody } from '../model/service-spec.ts';
 import type { CreateResult, DeleteResult, KubeClient } from './client.ts';
 
-/** Where one finished API request is reported (shared/metrics.ts: Metrics). */
+/** Where one finished API request is reported (shared/ops/metrics.ts: Metrics). */
 export interface RequestRecorder {
   recordKubeRequest(verb: KubeVerb, resource: KubeResource, code: string, seconds: number): void;
 }

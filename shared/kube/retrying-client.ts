@@ -1,5 +1,5 @@
-import type { ServiceBody } from '../service-spec.ts';
-import { type RetryPolicy, withRetry } from '../retry.ts';
+import type { ServiceBody } from '../model/service-spec.ts';
+import { type RetryPolicy, withRetry } from './retry.ts';
 import type { KubeClient } from './client.ts';
 
 /** The same KubeClient, with every call retried under one event's policy and deadline. */

@@ -5,7 +5,7 @@
  * snapshot at that time), and the exact set of Services a correct system must end with.
  * No vitest import: test/soak/run.ts uses it too.
  */
-import type { Pod } from '../../shared/k8s-objects.ts';
+import type { Pod } from '../../shared/model/k8s-objects.ts';
 import {
   BLOCK_MANAGER_PORT_NAME,
   DRIVER_POD_ANNOTATION,
@@ -15,8 +15,8 @@ import {
   MANAGED_BY_VALUE,
   SPARK_APP_ID_LABEL,
   SPARK_EXECUTOR_ID_LABEL,
-} from '../../shared/labels.ts';
-import { executorServiceName } from '../../shared/naming.ts';
+} from '../../shared/model/labels.ts';
+import { executorServiceName } from '../../shared/model/naming.ts';
 import { seededRandom } from '../support/random.ts';
 import type { KubeEmulator } from '../kube-emulator/index.ts';
 import { type PostedReply, podEventType, podSubject, postCloudEvent } from '../support/cloudevents.ts';

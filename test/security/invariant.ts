@@ -1,6 +1,6 @@
 /**
  * The invariant of docs/reliability.md, written again from the specification (not from
- * shared/decide.ts), for the adversarial reviews (review.test.ts, review-batch.test.ts):
+ * shared/rules/decide.ts), for the adversarial reviews (review.test.ts, review-batch.test.ts):
  *
  *   for every live, opted-in executor pod (exists, phase not Succeeded/Failed; being deleted
  *   still counts) whose v1 Pod controller owner lives (that name and UID, not terminal), the
@@ -8,7 +8,7 @@
  *   has exactly one ownerReference = that driver, selects exactly {spark-app-selector,
  *   spark-exec-id} of the executor, and its first port is the executor's block-manager port.
  */
-import { executorServiceName } from '../../shared/naming.ts';
+import { executorServiceName } from '../../shared/model/naming.ts';
 import type { KubeEmulator } from '../kube-emulator/index.ts';
 import { NS } from '../reliability/support.ts';
 

@@ -2,7 +2,7 @@
  * Adversarial review of Issue 11's two changes (5b28b57 teardown peers, f41b1ac batch window and
  * the process-wide register of slots under way). Every test drives the real function over HTTP
  * against the kube emulator and checks, from the emulator, the invariant of docs/reliability.md,
- * written again here from the specification (not from shared/decide.ts):
+ * written again here from the specification (not from shared/rules/decide.ts):
  *
  *   for every live, opted-in executor pod (exists, phase not Succeeded/Failed; being deleted
  *   still counts) whose v1 Pod controller owner lives (that name and UID, not terminal), the
@@ -15,7 +15,7 @@
  * probe an attack that turned out to be handled: they are regression tests.
  */
 import { describe, expect, it } from 'vitest';
-import { executorServiceName } from '../../shared/naming.ts';
+import { executorServiceName } from '../../shared/model/naming.ts';
 import type { RequestRecord } from '../kube-emulator/index.ts';
 import { NS, audited, sleep, useAudit } from '../reliability/support.ts';
 import { PORT, check, current, deliverLikeAdapter, fail, instanceWithCaches, marked, ok, ref, sendTo, svcName, svcOf } from './review-support.ts';

@@ -5,7 +5,7 @@
  *
  * Every test drives the real function over HTTP against the kube emulator; the invariant of
  * docs/reliability.md is checked from the emulator with ./invariant.ts (written from the
- * specification, not from shared/decide.ts). Expectations come from docs/reliability.md:
+ * specification, not from shared/rules/decide.ts). Expectations come from docs/reliability.md:
  *   - create "only when … the namespace is under MAX_SERVICES_PER_NAMESPACE";
  *   - remove the gone mark "when the recorded executor runs (evidence newer than the mark)";
  *   - every event is answered 2xx only after its work is done; the sweep repairs whatever events

@@ -5,12 +5,12 @@
  */
 import { expect } from 'vitest';
 import { startFunctionServer } from '../../functions/executor-service/server.ts';
-import { loadConfig } from '../../shared/config.ts';
+import { loadConfig } from '../../shared/ops/config.ts';
 import { CoreV1KubeClient } from '../../shared/kube/client.ts';
-import { jsonLogger } from '../../shared/log.ts';
-import { newMetrics } from '../../shared/metrics.ts';
-import { type ProcessCaches, newProcessCaches } from '../../shared/reconcile/caches.ts';
-import { executorServiceName } from '../../shared/naming.ts';
+import { jsonLogger } from '../../shared/ops/log.ts';
+import { newMetrics } from '../../shared/ops/metrics.ts';
+import { type ProcessCaches, newProcessCaches } from '../../shared/triggers/process-state.ts';
+import { executorServiceName } from '../../shared/model/naming.ts';
 import type { KubeEmulator } from '../kube-emulator/index.ts';
 import { NS, sleep } from '../reliability/support.ts';
 import { type PostedReply, podEventType, podSubject, postCloudEvent } from '../support/cloudevents.ts';

@@ -2,7 +2,7 @@
  * Adversarial review of the "never harm a live executor" property (docs/reliability.md, first
  * section). Every test runs the real function over HTTP against the kube emulator, through the
  * audited harness (test/reliability/support.ts), and reads the emulator to check the invariant,
- * written here again from the specification (not from shared/decide.ts):
+ * written here again from the specification (not from shared/rules/decide.ts):
  *
  *   for every live, opted-in executor pod (exists, phase not Succeeded/Failed; being deleted
  *   still counts) whose v1 Pod controller owner lives (that name and UID, not terminal), the
@@ -18,7 +18,7 @@
  * plain `it` tests show an attack that held.
  */
 import { describe, expect, it } from 'vitest';
-import { executorServiceName } from '../../shared/naming.ts';
+import { executorServiceName } from '../../shared/model/naming.ts';
 import type { RequestRecord } from '../kube-emulator/index.ts';
 import { sweepEvent } from '../reliability/lifecycle.ts';
 import { NS, audited, sleep, useAudit } from '../reliability/support.ts';

@@ -8,7 +8,7 @@
  * Neither may make the function harm a live executor. Every scenario sets up a real victim
  * application over HTTP (driver opted in, executors owned by it, Services made by real add
  * events), then attacks, and after EVERY step reads the emulator and checks the invariant,
- * written here from the specification (not from shared/decide.ts and friends):
+ * written here from the specification (not from shared/rules/decide.ts and friends):
  *
  *   for every live, opted-in executor pod (exists, phase not Succeeded/Failed; being deleted
  *   still counts) whose controller owner pod (v1 Pod, controller: true) lives (that name with
@@ -24,7 +24,7 @@
  * no pod writes, nothing outside the namespace, nothing foreign written).
  */
 import { describe, expect, it } from 'vitest';
-import { executorServiceName } from '../../shared/naming.ts';
+import { executorServiceName } from '../../shared/model/naming.ts';
 import type { RequestRecord } from '../kube-emulator/index.ts';
 import { sweepEvent } from '../reliability/lifecycle.ts';
 import { NS, audited, sleep, useAudit } from '../reliability/support.ts';

@@ -1,8 +1,8 @@
-import type { Config } from '../config.ts';
+import type { Config } from '../ops/config.ts';
 import type { KubeClient } from '../kube/client.ts';
-import type { Logger } from '../log.ts';
-import type { FactCache } from './fact-cache.ts';
-import type { SweepCursor } from './sweep.ts';
+import type { Logger } from '../ops/log.ts';
+import type { FactCache } from './memory.ts';
+import type { SweepCursor } from '../triggers/sweep.ts';
 
 /** What one event's reconciliation may use: the API (already wrapped with retries), config, a clock, the process's facts. */
 export interface ReconcileContext {

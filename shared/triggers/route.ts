@@ -4,18 +4,18 @@
  * decision is taken from what the API server says. What an event claims never justifies a
  * write; it only chooses which remembered facts may save a read.
  */
-import type { FunctionEvent, Verb } from '../events.ts';
-import type { Pod } from '../k8s-objects.ts';
-import { DRIVER_POD_ANNOTATION, EXECUTOR_POD_ANNOTATION, SPARK_EXECUTOR_ID_LABEL } from '../labels.ts';
-import { executorServiceName } from '../naming.ts';
+import type { FunctionEvent, Verb } from '../model/events.ts';
+import type { Pod } from '../model/k8s-objects.ts';
+import { DRIVER_POD_ANNOTATION, EXECUTOR_POD_ANNOTATION, SPARK_EXECUTOR_ID_LABEL } from '../model/labels.ts';
+import { executorServiceName } from '../model/naming.ts';
 import { forEachPage } from '../kube/paging.ts';
-import { OUR_SERVICES_SELECTOR, type ServiceFact, appServicesSelector, serviceFact } from '../service-spec.ts';
-import { type PodFact, notAnExecutorSlot, podFact } from '../spark-pod.ts';
-import type { SlotKey } from '../decide.ts';
-import { type EventResult, type ServiceOutcome, headline, ignored } from './context.ts';
-import type { ReconcileContext } from './context.ts';
-import { appCacheKey, podKey, slotCacheKey } from './fact-cache.ts';
-import { reconcileServices, reconcileSlots } from './reconcile.ts';
+import { OUR_SERVICES_SELECTOR, type ServiceFact, appServicesSelector, serviceFact } from '../model/service-spec.ts';
+import { type PodFact, notAnExecutorSlot, podFact } from '../model/spark-pod.ts';
+import type { SlotKey } from '../rules/decide.ts';
+import { type EventResult, type ServiceOutcome, headline, ignored } from '../engine/context.ts';
+import type { ReconcileContext } from '../engine/context.ts';
+import { appCacheKey, podKey, slotCacheKey } from '../engine/memory.ts';
+import { reconcileServices, reconcileSlots } from '../engine/reconcile.ts';
 import { sweep } from './sweep.ts';
 
 /** Executor ids listed after the one an add names: Spark creates executors in batches (spark.kubernetes.allocation.batch.size). */

@@ -8,15 +8,15 @@
  * size is covered in a bounded number of sweeps; every write carries preconditions, so
  * overlapping sweeps and events cannot undo each other.
  */
-import type { SlotKey } from '../decide.ts';
+import type { SlotKey } from '../rules/decide.ts';
 import { KubeApiError } from '../kube/errors.ts';
 import type { Page } from '../kube/client.ts';
-import type { Pod, Service } from '../k8s-objects.ts';
-import { SPARK_ROLE_EXECUTOR, SPARK_ROLE_LABEL } from '../labels.ts';
-import { OUR_SERVICES_SELECTOR, serviceFact } from '../service-spec.ts';
-import { type PodFact, podFact } from '../spark-pod.ts';
-import type { EventResult, ReconcileContext, ServiceOutcome } from './context.ts';
-import { FactsKeptChangingError, reconcileServices, reconcileSlots } from './reconcile.ts';
+import type { Pod, Service } from '../model/k8s-objects.ts';
+import { SPARK_ROLE_EXECUTOR, SPARK_ROLE_LABEL } from '../model/labels.ts';
+import { OUR_SERVICES_SELECTOR, serviceFact } from '../model/service-spec.ts';
+import { type PodFact, podFact } from '../model/spark-pod.ts';
+import type { EventResult, ReconcileContext, ServiceOutcome } from '../engine/context.ts';
+import { FactsKeptChangingError, reconcileServices, reconcileSlots } from '../engine/reconcile.ts';
 
 type Pass = 'services' | 'executors';
 

@@ -1,4 +1,4 @@
-import { FactCache } from './fact-cache.ts';
+import { FactCache } from '../engine/memory.ts';
 import { SweepCursor } from './sweep.ts';
 
 /**

@@ -8,10 +8,10 @@
  * What each metric means, and how to read a bad day from them: docs/metrics.md.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { APISERVER_REF_TYPE_PREFIX, APISERVER_RESOURCE_TYPE_PREFIX, PING_TYPE } from './events.ts';
-import { KubeApiError } from './kube/errors.ts';
-import type { ServiceAction, ServiceOutcome } from './reconcile/context.ts';
-import type { FactCache } from './reconcile/fact-cache.ts';
+import { APISERVER_REF_TYPE_PREFIX, APISERVER_RESOURCE_TYPE_PREFIX, PING_TYPE } from '../model/events.ts';
+import { KubeApiError } from '../kube/errors.ts';
+import type { ServiceAction, ServiceOutcome } from '../engine/context.ts';
+import type { FactCache } from '../engine/memory.ts';
 
 export const METRICS_PATH = '/metrics';
 export const METRIC_PREFIX = 'spark_exec_svc_';

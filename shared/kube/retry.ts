@@ -1,4 +1,4 @@
-import { KubeApiError } from './kube/errors.ts';
+import { KubeApiError } from './errors.ts';
 
 export interface RetryPolicy {
   /** Epoch ms after which no new attempt starts: the event's deadline. */
