@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Metrics, newMetrics } from '../shared/ops/metrics.ts';
-import { withRequestMetrics } from '../shared/kube/instrumented-client.ts';
+import { withRequestMetrics } from '../shared/kube/middleware.ts';
 import type { KubeClient } from '../shared/kube/client.ts';
 import { KubeApiError } from '../shared/kube/errors.ts';
 import { FactCache } from '../shared/engine/memory.ts';

@@ -11,7 +11,8 @@ import { SPARK_APP_ID_LABEL, SPARK_EXECUTOR_ID_LABEL, SPARK_ROLE_EXECUTOR, SPARK
 import { executorServiceName } from '../model/naming.ts';
 import { OUR_SERVICES_SELECTOR, type ServiceFact, appServicesSelector, serviceFact } from '../model/service-spec.ts';
 import { type PodFact, podFact } from '../model/spark-pod.ts';
-import type { ReconcileContext, ServiceOutcome } from './context.ts';
+import type { ServiceOutcome } from '../rules/outcome.ts';
+import type { ReconcileContext } from './context.ts';
 import { appCacheKey, podKey, slotCacheKey } from './memory.ts';
 
 /** Rounds of decide → read → decide per batch (a cold add takes four: its pods, its driver, the count, the create); a slot still undecided after them is a retryable failure (503). */

@@ -200,6 +200,11 @@ function isValidTarget(namespace: string, name: string): boolean {
   return NamespaceName.safeParse(namespace).success && ObjectName.safeParse(name).success;
 }
 
+/** Whether the client sends a request for this call at all (the rule above; a list or create names no object). */
+export function sendsRequest(call: CallDescription): boolean {
+  return call.name === undefined || call.verb === 'create' ? NamespaceName.safeParse(call.namespace).success : isValidTarget(call.namespace, call.name);
+}
+
 function assertValidNamespace(call: CallDescription): void {
   if (!NamespaceName.safeParse(call.namespace).success) {
     throw new KubeApiError(`${call.verb} ${call.resource}: invalid namespace ${JSON.stringify(call.namespace.slice(0, 80))}`, 400, 'Invalid', false, undefined);

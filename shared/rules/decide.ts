@@ -25,6 +25,9 @@ import {
   shapePatch,
 } from '../model/service-spec.ts';
 import type { PodFact, PodRef } from '../model/spark-pod.ts';
+import type { ReportOutcome } from './outcome.ts';
+
+export type { ReportOutcome } from './outcome.ts';
 
 /** A fact and where it came from. `at` is when it was read (epoch ms). */
 export interface Observation<T> {
@@ -67,7 +70,6 @@ export interface Facts {
 
 export type Rules = Pick<Config, 'optInMode' | 'cooldownSeconds' | 'maxServicesPerNamespace' | 'factTtlMs'>;
 
-export type ReportOutcome = 'verified' | 'conflict' | 'collected' | 'skipped' | 'ignored';
 
 export type Action =
   | { readonly kind: 'create'; readonly slot: SlotKey; readonly body: ServiceBody; readonly identity: ServiceIdentity; readonly why: string }
