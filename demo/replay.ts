@@ -9,10 +9,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startEmulator } from '../test/kube-emulator/index.ts';
-import { type PostedReply, podEventType, podSubject, postCloudEvent } from '../test/support/cloudevents.ts';
-import { freePort, waitForHttpOk } from '../test/support/process.ts';
-import { type PodBody, driverPod, executorPod, nonSparkPod, sparkAppId } from '../test/support/spark-pods.ts';
+import { startEmulator } from '../packages/kube-emulator/index.ts';
+import { type PostedReply, podEventType, podSubject, postCloudEvent } from '../testkit/apiserversource.ts';
+import { freePort, waitForHttpOk } from '../testkit/process.ts';
+import { type PodBody, driverPod, executorPod, nonSparkPod, sparkAppId } from '../testkit/spark-pods.ts';
 
 const NAMESPACE = 'spark';
 const EXECUTORS = 3;

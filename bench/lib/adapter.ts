@@ -14,7 +14,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Agent, request } from 'node:http';
-import { goJson, goTimestamp } from '../../test/support/cloudevents.ts';
+import { goJson, goTimestamp } from '../../testkit/apiserversource.ts';
 import type { PodBody } from './load.ts';
 import { sleep } from './procs.ts';
 

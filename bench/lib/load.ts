@@ -4,7 +4,7 @@
  * never timed, posted over keep-alive HTTP with bounded concurrency.
  */
 import { Agent, request } from 'node:http';
-import { type PodBody, driverPod, executorPod, sparkAppId } from '../../test/support/spark-pods.ts';
+import { type PodBody, driverPod, executorPod, sparkAppId } from '../../testkit/spark-pods.ts';
 
 export interface PreparedEvent {
   readonly headers: Record<string, string>;

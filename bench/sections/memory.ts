@@ -11,7 +11,7 @@ import { DEFAULT_FACT_CACHE_LIMITS, FactCache, podKey, slotCacheKey } from '../.
 import { serviceFactFromCreated, desiredExecutorService } from '../../shared/service-spec.ts';
 import { podFact } from '../../shared/spark-pod.ts';
 import { Pod } from '../../shared/k8s-objects.ts';
-import { sparkAppId } from '../../test/support/spark-pods.ts';
+import { sparkAppId } from '../../testkit/spark-pods.ts';
 import { EventPoster, type PodBody, type PreparedEvent, appDriver, appExecutors, podEvent } from '../lib/load.ts';
 import { connectInspector } from '../lib/inspector.ts';
 import { freePort, rssKiB, startEmulatorProcess, startFunctionProcess } from '../lib/procs.ts';

@@ -45,7 +45,7 @@ import type { EmulatorCommand } from '../lib/emulator-child.ts';
 import { connectInspector } from '../lib/inspector.ts';
 import { type PodBody, sparkDriverPod, sparkExecutorPod } from '../lib/load.ts';
 import { type EmulatorProcess, type FunctionProcess, REPO_ROOT, cpuMs, cpuTimes, freePort, sleep, startEmulatorProcess, startFunctionProcess, stopChild } from '../lib/procs.ts';
-import { waitForHttpOk } from '../../test/support/process.ts';
+import { waitForHttpOk } from '../../testkit/process.ts';
 import { median, percentile, round } from '../lib/stats.ts';
 import { callKind } from './lifecycle.ts';
 import { reuseConnectionOptions } from './throughput.ts';

@@ -10,10 +10,10 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { SERVICE_ACCOUNT_NAMESPACE_FILE } from '../../shared/config.ts';
 import { executorServiceName } from '../../shared/naming.ts';
-import type { Harness } from '../support/harness.ts';
-import { type PodBody, driverPod, executorPod, sparkAppId } from '../support/spark-pods.ts';
-import { sweepEvent } from './lifecycle.ts';
-import { NS, addForeign, audited, auditRequests, logsMatching, useAudit } from './support.ts';
+import type { Harness } from '../../testkit/harness.ts';
+import { type PodBody, driverPod, executorPod, sparkAppId } from '../../testkit/spark-pods.ts';
+import { sweepEvent } from '../model/world.ts';
+import { NS, addForeign, audited, auditRequests, logsMatching, useAudit } from '../support/audited.ts';
 
 useAudit();
 

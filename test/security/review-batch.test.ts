@@ -16,11 +16,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import { executorServiceName } from '../../shared/naming.ts';
-import type { RequestRecord } from '../kube-emulator/index.ts';
-import { NS, audited, sleep, useAudit } from '../reliability/support.ts';
+import type { RequestRecord } from '../../packages/kube-emulator/index.ts';
+import { NS, audited, sleep, useAudit } from '../support/audited.ts';
 import { PORT, check, current, deliverLikeAdapter, fail, instanceWithCaches, marked, ok, ref, sendTo, svcName, svcOf } from './review-support.ts';
-import type { Harness } from '../support/harness.ts';
-import { type PodBody, driverPod, executorPod, sparkAppId } from '../support/spark-pods.ts';
+import type { Harness } from '../../testkit/harness.ts';
+import { type PodBody, driverPod, executorPod, sparkAppId } from '../../testkit/spark-pods.ts';
 
 useAudit();
 

@@ -17,14 +17,14 @@
  * now guard the fixes. The others passed and stay as regression tests.
  */
 import { describe, expect, it } from 'vitest';
-import type { KubeEmulator } from '../kube-emulator/index.ts';
-import { sweepEvent } from '../reliability/lifecycle.ts';
-import { NS, audited, sleep, useAudit } from '../reliability/support.ts';
-import { GONE_AT } from './invariant.ts';
+import type { KubeEmulator } from '../../packages/kube-emulator/index.ts';
+import { sweepEvent } from '../model/world.ts';
+import { NS, audited, sleep, useAudit } from '../support/audited.ts';
+import { GONE_AT } from '../../testkit/oracle.ts';
 import { PORT, check, current, deliverLikeAdapter, fail, instanceWithCaches, marked, ok, ref, sendTo, svcName, svcOf } from './review-support.ts';
-import { type PostedReply } from '../support/cloudevents.ts';
-import type { Harness } from '../support/harness.ts';
-import { type PodBody, driverPod, executorPod, sparkAppId } from '../support/spark-pods.ts';
+import { type PostedReply } from '../../testkit/apiserversource.ts';
+import type { Harness } from '../../testkit/harness.ts';
+import { type PodBody, driverPod, executorPod, sparkAppId } from '../../testkit/spark-pods.ts';
 
 useAudit();
 

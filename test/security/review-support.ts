@@ -11,11 +11,11 @@ import { jsonLogger } from '../../shared/log.ts';
 import { newMetrics } from '../../shared/metrics.ts';
 import { type ProcessCaches, newProcessCaches } from '../../shared/reconcile/caches.ts';
 import { executorServiceName } from '../../shared/naming.ts';
-import type { KubeEmulator } from '../kube-emulator/index.ts';
-import { NS, sleep } from '../reliability/support.ts';
-import { type PostedReply, podEventType, podSubject, postCloudEvent } from '../support/cloudevents.ts';
-import type { PodBody } from '../support/spark-pods.ts';
-import { GONE_AT, type SvcObj, invariantProblems } from './invariant.ts';
+import type { KubeEmulator } from '../../packages/kube-emulator/index.ts';
+import { NS, sleep } from '../support/audited.ts';
+import { type PostedReply, podEventType, podSubject, postCloudEvent } from '../../testkit/apiserversource.ts';
+import type { PodBody } from '../../testkit/spark-pods.ts';
+import { GONE_AT, type SvcObj, invariantProblems } from '../../testkit/oracle.ts';
 
 export const PORT = 7079;
 export const ref = (pod: PodBody): { name: string; uid: string } => ({ name: pod.metadata.name, uid: pod.metadata.uid! });

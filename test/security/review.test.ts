@@ -19,13 +19,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import { executorServiceName } from '../../shared/naming.ts';
-import type { RequestRecord } from '../kube-emulator/index.ts';
-import { sweepEvent } from '../reliability/lifecycle.ts';
-import { NS, audited, sleep, useAudit } from '../reliability/support.ts';
-import { GONE_AT, type SvcObj, invariantProblems } from './invariant.ts';
-import type { PostedReply } from '../support/cloudevents.ts';
-import type { Harness, HarnessOptions } from '../support/harness.ts';
-import { OPT_IN, type PodBody, driverPod, executorPod, nonSparkPod, sparkAppId } from '../support/spark-pods.ts';
+import type { RequestRecord } from '../../packages/kube-emulator/index.ts';
+import { sweepEvent } from '../model/world.ts';
+import { NS, audited, sleep, useAudit } from '../support/audited.ts';
+import { GONE_AT, type SvcObj, invariantProblems } from '../../testkit/oracle.ts';
+import type { PostedReply } from '../../testkit/apiserversource.ts';
+import type { Harness, HarnessOptions } from '../../testkit/harness.ts';
+import { OPT_IN, type PodBody, driverPod, executorPod, nonSparkPod, sparkAppId } from '../../testkit/spark-pods.ts';
 
 useAudit();
 

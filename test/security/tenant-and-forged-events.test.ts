@@ -25,12 +25,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import { executorServiceName } from '../../shared/naming.ts';
-import type { RequestRecord } from '../kube-emulator/index.ts';
-import { sweepEvent } from '../reliability/lifecycle.ts';
-import { NS, audited, sleep, useAudit } from '../reliability/support.ts';
-import type { PostedReply } from '../support/cloudevents.ts';
-import type { Harness, HarnessOptions } from '../support/harness.ts';
-import { OPT_IN, type PodBody, driverPod, executorPod, nonSparkPod, sparkAppId } from '../support/spark-pods.ts';
+import type { RequestRecord } from '../../packages/kube-emulator/index.ts';
+import { sweepEvent } from '../model/world.ts';
+import { NS, audited, sleep, useAudit } from '../support/audited.ts';
+import type { PostedReply } from '../../testkit/apiserversource.ts';
+import type { Harness, HarnessOptions } from '../../testkit/harness.ts';
+import { OPT_IN, type PodBody, driverPod, executorPod, nonSparkPod, sparkAppId } from '../../testkit/spark-pods.ts';
 
 useAudit();
 

@@ -14,11 +14,11 @@ import { parseArgs } from 'node:util';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { Logger } from '../../shared/log.ts';
-import type { Fault } from '../kube-emulator/index.ts';
-import { startEmulator } from '../kube-emulator/index.ts';
-import type { PostedReply } from '../support/cloudevents.ts';
-import { startHarness } from '../support/harness.ts';
-import { auditRequests } from '../reliability/audit.ts';
+import type { Fault } from '../../packages/kube-emulator/index.ts';
+import { startEmulator } from '../../packages/kube-emulator/index.ts';
+import type { PostedReply } from '../../testkit/apiserversource.ts';
+import { startHarness } from '../../testkit/harness.ts';
+import { auditRequests } from '../../testkit/audit.ts';
 import {
   type RecordedEvent,
   World,
@@ -30,7 +30,7 @@ import {
   rngFrom,
   seedForeignServices,
   sweepEvent,
-} from '../reliability/lifecycle.ts';
+} from '../model/world.ts';
 
 const { values } = parseArgs({
   options: {
