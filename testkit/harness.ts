@@ -3,9 +3,9 @@ import { type Config, loadConfig } from '../shared/config.ts';
 import { CoreV1KubeClient } from '../shared/kube/client.ts';
 import { type Logger, jsonLogger } from '../shared/log.ts';
 import { type Metrics, newMetrics } from '../shared/metrics.ts';
-import { newProcessCaches } from '../shared/reconcile/caches.ts';
+import { type ProcessCaches, newProcessCaches } from '../shared/reconcile/caches.ts';
 import { type KubeEmulator, startEmulator } from '../packages/kube-emulator/index.ts';
-import { type ContentMode, type PostedReply, podEventType, podSubject, postCloudEvent } from './apiserversource.ts';
+import { type ContentMode, type PostedReply, postPodEvent } from './apiserversource.ts';
 import type { PodBody } from './spark-pods.ts';
 
 export interface Harness {
@@ -14,6 +14,8 @@ export interface Harness {
   readonly url: string;
   readonly config: Config;
   readonly metrics: Metrics;
+  /** The process's caches (for tests of their bounds only: assert on behaviour, not on these). */
+  readonly caches: ProcessCaches;
   /** Log lines the function wrote, parsed. */
   readonly logs: Array<Record<string, unknown>>;
   /** Creates the pod in the emulator (as the kubelet's world would) and returns it with uid etc. */
@@ -41,13 +43,14 @@ export async function startHarness(env: Record<string, string> = {}, opts: Harne
   const logs: Array<Record<string, unknown>> = [];
   const log = opts.logger ?? jsonLogger('debug', (line) => logs.push(JSON.parse(line) as Record<string, unknown>));
   const metrics = opts.metrics ?? newMetrics();
+  const caches = newProcessCaches();
   const fn = await startFunctionServer(
     {
       client: new CoreV1KubeClient(emulator.kubeConfig(), config.requestTimeoutMs),
       config,
       log,
       metrics,
-      caches: newProcessCaches(),
+      caches,
       now: opts.now,
     },
     { port: 0, host: '127.0.0.1' },
@@ -59,16 +62,11 @@ export async function startHarness(env: Record<string, string> = {}, opts: Harne
     url,
     config,
     metrics,
+    caches,
     logs,
     createPod: (pod) => emulator.seed(pod) as PodBody,
-    send: (verb, pod, mode = 'binary') =>
-      postCloudEvent(url, { type: podEventType(verb), data: pod, subject: podSubject(pod.metadata.namespace, pod.metadata.name) }, mode),
-    sendRef: (verb, namespace, name) =>
-      postCloudEvent(url, {
-        type: podEventType(verb, 'ref'),
-        data: { apiVersion: 'v1', kind: 'Pod', name, namespace },
-        subject: podSubject(namespace, name),
-      }),
+    send: (verb, pod, mode = 'binary') => postPodEvent(url, verb, pod, { content: mode }),
+    sendRef: (verb, namespace, name) => postPodEvent(url, verb, { metadata: { namespace, name } }, { mode: 'ref' }),
     services: (namespace) => emulator.listObjects('services', namespace),
     async close() {
       await fn.shutdown(1000);

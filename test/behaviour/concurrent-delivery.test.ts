@@ -8,7 +8,9 @@ import { executorServiceName } from '../../shared/naming.ts';
 import type { RequestRecord } from '../../packages/kube-emulator/index.ts';
 import type { Harness } from '../../testkit/harness.ts';
 import { driverPod, executorPod, sparkAppId } from '../../testkit/spark-pods.ts';
-import { type RecordedEvent, World, chance, deliver, expectedServices, mismatches, planApps, rngFrom, shuffle, sweepEvent } from '../model/world.ts';
+import { type RecordedEvent, World, chance, deliver, expectedServicesOf, planApps, rngFrom, shuffle } from '../model/world.ts';
+import { postSweep } from '../../testkit/apiserversource.ts';
+import { convergenceProblems } from '../../testkit/oracle.ts';
 import { NS, auditAndClose, audited, useAudit } from '../support/audited.ts';
 
 useAudit();
@@ -66,7 +68,7 @@ describe('two instances, the same events at once', () => {
       expect(replies.map((r) => r.status)).toEqual([200, 200]);
       // The add may have created the Service (it saw the executor running) or not; either way, after
       // a sweep no unmarked Service of a gone executor is left.
-      await sweepEvent(a.url);
+      await postSweep(a.url);
       const svc = a.emulator.getObject('services', NS, executorServiceName(appId, '1')) as Svc | undefined;
       if (svc !== undefined) expect(svc.metadata.annotations?.['spark-exec-svc/executor-gone-at'], `round ${i}`).toBeDefined();
     }
@@ -102,7 +104,7 @@ describe('two instances, the same events at once', () => {
       // Redeliver everything once more, all at once: stale events must not undo anything.
       await deliverBatch(shuffle(rng, world.events));
       expect(violations, context).toEqual([]);
-      expect(mismatches(a.emulator, expectedServices(world, [NS], 7079), [NS]), context).toEqual([]);
+      expect(convergenceProblems(a.emulator, expectedServicesOf(world, [NS], 7079), [NS]), context).toEqual([]);
       await auditAndClose(a, b);
     }
   }, Math.max(30_000, RUNS * 3_000));

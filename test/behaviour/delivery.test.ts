@@ -7,11 +7,10 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Harness, startHarness } from '../../testkit/harness.ts';
-import { goJson, goTimestamp, podEventType, podSubject } from '../../testkit/apiserversource.ts';
+import { AdapterSender, type AttemptStatus, podEvent, postSweep } from '../../testkit/apiserversource.ts';
 import { type PodBody, driverPod, executorPod, sparkAppId } from '../../testkit/spark-pods.ts';
 
 const NS = 'spark';
-const RETRIED = new Set([404, 413, 425, 429, 502, 503, 504]);
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -20,47 +19,20 @@ afterEach(async () => {
 });
 
 interface Sent {
-  readonly statuses: ReadonlyArray<number | 'network'>;
+  readonly statuses: readonly AttemptStatus[];
   readonly elapsedMs: number;
   readonly delivered: boolean;
 }
 
-/** The ApiServerSource adapter's send: binary CloudEvent, its headers, its retry policy. */
+/** The ApiServerSource adapter's send: its event, its headers, its retry policy (testkit/apiserversource.ts). */
 async function adapterSend(url: string, verb: 'add' | 'update' | 'delete', pod: PodBody): Promise<Sent> {
-  const started = performance.now();
-  const statuses: Array<number | 'network'> = [];
-  const id = crypto.randomUUID();
-  for (let attempt = 0; attempt <= 5; attempt++) {
-    if (attempt > 0) await new Promise((r) => setTimeout(r, 50 * 2 ** attempt));
-    let status: number | 'network';
-    try {
-      const response = await fetch(url, {
-        method: 'POST',
-        headers: {
-          'ce-id': id,
-          'ce-source': 'https://10.96.0.1:443',
-          'ce-specversion': '1.0',
-          'ce-type': podEventType(verb),
-          'ce-subject': podSubject(pod.metadata.namespace, pod.metadata.name),
-          'ce-time': goTimestamp(),
-          'ce-kind': 'Pod',
-          'ce-apiversion': 'v1',
-          'ce-name': pod.metadata.name,
-          'ce-namespace': pod.metadata.namespace,
-          'kn-namespace': pod.metadata.namespace,
-          'content-type': 'application/json',
-        },
-        body: goJson(pod),
-      });
-      await response.arrayBuffer();
-      status = response.status;
-    } catch {
-      status = 'network';
-    }
-    statuses.push(status);
-    if (status !== 'network' && !RETRIED.has(status)) return { statuses, elapsedMs: performance.now() - started, delivered: status >= 200 && status < 300 };
+  const sender = new AdapterSender(url);
+  try {
+    const delivery = await sender.send(podEvent(verb, pod));
+    return { statuses: delivery.statuses, elapsedMs: delivery.ms, delivered: delivery.delivered };
+  } finally {
+    sender.close();
   }
-  return { statuses, elapsedMs: performance.now() - started, delivered: false };
 }
 
 function app(harness: Harness, seed: number): { driver: PodBody; exec: (id: string) => PodBody } {
@@ -137,8 +109,7 @@ describe('deadlines fit the one-at-a-time sender', () => {
     expect(left).toBeLessThan(1000);
     console.log(`delivery: finished driver with 1,000 Services at 20 ms per call: the event took ${Math.round(sent.elapsedMs)} ms and deleted ${1000 - left}; the sweep does the rest`);
     h.emulator.faults.clear();
-    const { sweepEvent } = await import('../model/world.ts');
-    for (let i = 0; i < 40 && h.services(NS).length > 0; i++) expect((await sweepEvent(h.url, `s${i}`)).status).toBe(200);
+    for (let i = 0; i < 40 && h.services(NS).length > 0; i++) expect((await postSweep(h.url, `s${i}`)).status).toBe(200);
     expect(h.services(NS)).toHaveLength(0);
   });
 });

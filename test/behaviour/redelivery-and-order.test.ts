@@ -6,21 +6,9 @@
  * lifecycle is printed).
  */
 import { describe, expect, it } from 'vitest';
-import {
-  type AppPlan,
-  type RecordedEvent,
-  World,
-  chance,
-  deliver,
-  deliveryOrder,
-  expectedServices,
-  mismatches,
-  planApps,
-  rngFrom,
-  seedForeignServices,
-  shuffle,
-  sweepEvent,
-} from '../model/world.ts';
+import { type AppPlan, type RecordedEvent, World, chance, deliver, deliveryOrder, expectedServicesOf, planApps, rngFrom, seedForeignServices, shuffle } from '../model/world.ts';
+import { postSweep } from '../../testkit/apiserversource.ts';
+import { convergenceProblems } from '../../testkit/oracle.ts';
 import { NS, addForeign, auditAndClose, audited, useAudit } from '../support/audited.ts';
 
 useAudit();
@@ -71,15 +59,15 @@ async function runLifecycle(seed: number, interleaved: boolean): Promise<void> {
 
   const context = `seed ${seed} (${interleaved ? 'interleaved' : 'after all changes'}); reproduce with PROPERTY_SEED=${interleaved ? seed - INTERLEAVED_OFFSET : seed} PROPERTY_RUNS=1\n  ${describePlan(apps)}`;
   expect(failures, context).toEqual([]);
-  const expected = expectedServices(world, WATCHED, 7079);
-  expect(mismatches(h.emulator, expected, [...WATCHED, ...UNWATCHED], foreign), context).toEqual([]);
+  const expected = expectedServicesOf(world, WATCHED, 7079);
+  expect(convergenceProblems(h.emulator, expected, [...WATCHED, ...UNWATCHED], foreign), context).toEqual([]);
   // Nothing from an unwatched namespace reached the API (the audit checks every request too).
   expect(h.emulator.requests.filter((r) => r.namespace !== undefined && UNWATCHED.includes(r.namespace)), context).toEqual([]);
   // The sweep agrees: nothing left to repair (it only reports the squatted name again, without writing).
-  const swept = await sweepEvent(h.url);
+  const swept = await postSweep(h.url);
   expect(swept.status, context).toBe(200);
   expect(swept.data?.outcomes.filter((o) => o.action !== 'conflict'), context).toEqual([]);
-  expect(mismatches(h.emulator, expected, [...WATCHED, ...UNWATCHED], foreign), context).toEqual([]);
+  expect(convergenceProblems(h.emulator, expected, [...WATCHED, ...UNWATCHED], foreign), context).toEqual([]);
   await auditAndClose(h);
 }
 
@@ -105,8 +93,8 @@ describe('what remembered facts can miss, and how the sweep covers it', () => {
     const world = new World(h.emulator, 'cache');
     world.runAll([plan], rng);
     for (const e of world.events) expect((await deliver(h.url, e)).status).toBe(200);
-    const expected = expectedServices(world, [NS], 7079);
-    expect(mismatches(h.emulator, expected, [NS])).toEqual([]);
+    const expected = expectedServicesOf(world, [NS], 7079);
+    expect(convergenceProblems(h.emulator, expected, [NS])).toEqual([]);
     const [svc] = [...expected.values()];
     h.emulator.deleteObject('services', NS, svc!.name); // kubectl delete svc …
     const update = world.events.filter((e) => e.pod.metadata.name === svc!.executorPodName).at(-1)!;
@@ -114,9 +102,9 @@ describe('what remembered facts can miss, and how the sweep covers it', () => {
     const reply = await deliver(h.url, { ...update, verb: 'update', id: 'again' });
     expect(reply.data?.outcomes[0]?.detail).toBe('executor runs; Service is right');
     expect(h.emulator.requests.length).toBe(mark); // zero API calls: the cache answered
-    expect(mismatches(h.emulator, expected, [NS])).toEqual([`missing Service ${NS}/${svc!.name} (executor ${svc!.executorPodName})`]);
-    const swept = await sweepEvent(h.url);
+    expect(convergenceProblems(h.emulator, expected, [NS])).toEqual([`missing Service ${NS}/${svc!.name} (executor ${svc!.executorPodName})`]);
+    const swept = await postSweep(h.url);
     expect(swept.data?.outcomes).toEqual([expect.objectContaining({ service: svc!.name, action: 'created' })]);
-    expect(mismatches(h.emulator, expected, [NS])).toEqual([]);
+    expect(convergenceProblems(h.emulator, expected, [NS])).toEqual([]);
   });
 });

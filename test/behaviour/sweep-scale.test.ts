@@ -8,7 +8,7 @@ import { executorServiceName } from '../../shared/naming.ts';
 import type { Harness } from '../../testkit/harness.ts';
 import { startHarness } from '../../testkit/harness.ts';
 import { driverPod, executorPod } from '../../testkit/spark-pods.ts';
-import { sweepEvent } from '../model/world.ts';
+import { postSweep } from '../../testkit/apiserversource.ts';
 
 const NS = 'spark';
 const EXECUTORS = Number(process.env['SWEEP_SCALE_EXECUTORS'] ?? 10_000);
@@ -31,7 +31,7 @@ it(`repairs a namespace of ${EXECUTORS} executors over bounded sweeps, each with
   const bound = Math.ceil(EXECUTORS / 100) + 10;
   while (h.services(NS).length < EXECUTORS && sweeps.length < bound) {
     const started = performance.now();
-    const reply = await sweepEvent(h.url, `sweep-${sweeps.length}`);
+    const reply = await postSweep(h.url, `sweep-${sweeps.length}`);
     const ms = performance.now() - started;
     expect(reply.status, reply.text).toBe(200);
     expect(ms).toBeLessThan(deadlineMs + 1_000);
@@ -44,7 +44,7 @@ it(`repairs a namespace of ${EXECUTORS} executors over bounded sweeps, each with
   // Finish the round (the cursor may be mid-namespace), then one whole round writes nothing.
   h.emulator.resetRequests();
   for (let i = 0; i < bound; i++) {
-    const reply = await sweepEvent(h.url, `again-${i}`);
+    const reply = await postSweep(h.url, `again-${i}`);
     if (reply.data?.reason?.includes('goes on') !== true) break;
   }
   expect(h.emulator.requests.filter((r) => r.verb === 'create' || r.verb === 'patch' || r.verb === 'delete')).toEqual([]);

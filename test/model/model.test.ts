@@ -53,7 +53,8 @@ import { podEventType, podSubject, postCloudEvent } from '../../testkit/apiserve
 import { type Harness, startHarness } from '../../testkit/harness.ts';
 import { OPT_IN, type PodBody, driverPod, executorPod, nonSparkPod, sparkAppId } from '../../testkit/spark-pods.ts';
 import { auditRequests } from '../../testkit/audit.ts';
-import { type Rng, chance, deliver, int, pick, rngFrom, shuffle, sweepEvent } from './world.ts';
+import { type Rng, chance, deliver, int, pick, rngFrom, shuffle } from './world.ts';
+import { postSweep } from '../../testkit/apiserversource.ts';
 
 const RUNS = Number(process.env['PROPERTY_RUNS'] ?? 12);
 const STEPS = Number(process.env['PROPERTY_STEPS'] ?? 150);
@@ -738,7 +739,7 @@ class ModelRun {
   async sweep(to: Harness, why: string): Promise<{ complete: boolean; writes: Array<{ action: string; service: string }> }> {
     const startVersion = this.version;
     totals.sweeps++;
-    const reply = await sweepEvent(to.url, `sweep-${this.seed}-${++this.eventSeq}`);
+    const reply = await postSweep(to.url, `sweep-${this.seed}-${++this.eventSeq}`);
     if (reply.status !== 200) {
       if (reply.status !== 503) this.violations.push(`sweep (${why}) answered ${reply.status}: ${reply.text.slice(0, 300)}`);
       return { complete: false, writes: [] };

@@ -5,21 +5,11 @@
  * snapshot at that time), and the exact set of Services a correct system must end with.
  * No vitest import: test/soak/run.ts uses it too.
  */
-import type { Pod } from '../../shared/k8s-objects.ts';
-import {
-  BLOCK_MANAGER_PORT_NAME,
-  DRIVER_POD_ANNOTATION,
-  EXECUTOR_GONE_AT_ANNOTATION,
-  EXECUTOR_POD_ANNOTATION,
-  MANAGED_BY_LABEL,
-  MANAGED_BY_VALUE,
-  SPARK_APP_ID_LABEL,
-  SPARK_EXECUTOR_ID_LABEL,
-} from '../../shared/labels.ts';
 import { executorServiceName } from '../../shared/naming.ts';
 import { seededRandom } from '../../packages/kube-emulator/random.ts';
 import type { KubeEmulator } from '../../packages/kube-emulator/index.ts';
-import { type PostedReply, podEventType, podSubject, postCloudEvent } from '../../testkit/apiserversource.ts';
+import { type PostedReply, postPodEvent } from '../../testkit/apiserversource.ts';
+import { type ExpectedService, type ForeignService, MANAGED_BY, APP, EXEC, type Obj, expectedServices } from '../../testkit/oracle.ts';
 import { OPT_IN, type PodBody, driverPod, executorPod, sparkAppId } from '../../testkit/spark-pods.ts';
 
 // ---- randomness ------------------------------------------------------------------------------
@@ -310,167 +300,26 @@ export function deliveryOrder(rng: Rng, events: readonly RecordedEvent[], maxCop
   return shuffle(rng, copies);
 }
 
-export function deliver(url: string, event: RecordedEvent): Promise<PostedReply> {
-  return postCloudEvent(url, {
-    id: event.id,
-    type: podEventType(event.verb),
-    data: event.pod,
-    subject: podSubject(event.pod.metadata.namespace, event.pod.metadata.name),
-  });
-}
+/** A recorded event posted once, with its id (a second post of it is a redelivery). */
+export const deliver = (url: string, event: RecordedEvent): Promise<PostedReply> => postPodEvent(url, event.verb, event.pod, { id: event.id });
 
-export function sweepEvent(url: string, id = `sweep-${Date.now()}`): Promise<PostedReply> {
-  return postCloudEvent(url, { id, type: 'dev.knative.sources.ping', data: { action: 'sweep' }, source: '/apis/v1/namespaces/spark/pingsources/spark-exec-svc-sweep' });
-}
+// ---- what a correct system ends with: testkit/oracle.ts -------------------------------------------
 
-// ---- what a correct system ends with ---------------------------------------------------------------
-
-export interface ExpectedService {
-  readonly namespace: string;
-  readonly name: string;
-  readonly appId: string;
-  readonly execId: string;
-  readonly executorPodName: string;
-  readonly executorUid: string;
-  readonly driverName: string;
-  readonly driverUid: string;
-  readonly port: number;
-  /**
-   * The executor pod is gone (deleted or in a terminal phase). Its Service may exist or not
-   * (a Service is only ever created for a running executor, so a lost or late add leaves none),
-   * but if it exists it must carry the cool-down mark.
-   */
-  readonly gone: boolean;
-}
-
-/** Written from the specification, not from the code under test: a terminal phase ends a pod; being deleted does not. */
-const TERMINAL = new Set(['Succeeded', 'Failed']);
-const optedIn = (pod: { metadata: { labels?: Record<string, string>; annotations?: Record<string, string> } } | undefined): boolean =>
-  pod?.metadata.labels?.['spark-exec-svc/enabled'] === 'true' || pod?.metadata.annotations?.['spark-exec-svc/enabled'] === 'true';
-type PodNow = { metadata: { uid?: string; labels?: Record<string, string>; annotations?: Record<string, string> }; status?: { phase?: string } };
-
-/**
- * For every opted-in executor with a driver owner reference in a watched namespace whose driver
- * pod still lives (exists with its UID, not terminal): its Service, marked gone iff the executor
- * pod is gone. Nothing else of ours.
- */
-export function expectedServices(world: World, watched: readonly string[], defaultPort: number): Map<string, ExpectedService> {
-  const expected = new Map<string, ExpectedService>();
-  for (const { app, plan, last } of world.executors.values()) {
-    if (!watched.includes(app.namespace) || !plan.ownerRef) continue;
-    const driver = world.drivers.get(app.index)!;
-    const driverNow = world.emulator.getObject('pods', app.namespace, driver.name) as PodNow | undefined;
-    const driverLives = driverNow !== undefined && driverNow.metadata.uid === driver.uid && !TERMINAL.has(driverNow.status?.phase ?? '');
-    if (!driverLives) continue;
-    if (!optedIn(last) && !optedIn(driverNow)) continue;
-    const podNow = world.emulator.getObject('pods', app.namespace, last.metadata.name) as PodNow | undefined;
-    const alive = podNow !== undefined && podNow.metadata.uid === last.metadata.uid && !TERMINAL.has(podNow.status?.phase ?? '');
-    const name = executorServiceName(app.appId, plan.execId);
-    expected.set(`${app.namespace}/${name}`, {
-      namespace: app.namespace,
-      name,
-      appId: app.appId,
-      execId: plan.execId,
-      executorPodName: last.metadata.name,
-      executorUid: last.metadata.uid!,
-      driverName: driver.name,
-      driverUid: driver.uid,
-      port: plan.port ?? defaultPort,
-      gone: !alive,
-    });
-  }
-  return expected;
-}
-
-export interface ForeignService {
-  readonly namespace: string;
-  readonly name: string;
-  readonly snapshot: Record<string, unknown>;
-}
-
-type Svc = {
-  metadata: {
-    name: string;
-    namespace: string;
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-    ownerReferences?: Array<Record<string, unknown>>;
-  };
-  spec?: { type?: string; selector?: Record<string, string>; ports?: Array<Record<string, unknown>> };
-};
-
-/** Every difference between the emulator's Services and what a correct system must have; [] = converged. */
-export function mismatches(
-  emulator: KubeEmulator,
-  expected: Map<string, ExpectedService>,
-  namespaces: readonly string[],
-  foreign: readonly ForeignService[] = [],
-): string[] {
-  const problems: string[] = [];
-  const foreignKeys = new Set(foreign.map((f) => `${f.namespace}/${f.name}`));
-  for (const f of foreign) {
-    const now = emulator.getObject('services', f.namespace, f.name);
-    if (JSON.stringify(now) !== JSON.stringify(f.snapshot)) problems.push(`foreign Service ${f.namespace}/${f.name} was changed or removed`);
-  }
-  const seen = new Set<string>();
-  for (const ns of namespaces) {
-    for (const raw of emulator.listObjects('services', ns)) {
-      const svc = raw as unknown as Svc;
-      const key = `${ns}/${svc.metadata.name}`;
-      if (foreignKeys.has(key)) continue;
-      const want = expected.get(key);
-      if (want === undefined) {
-        problems.push(`unexpected Service ${key} (labels ${JSON.stringify(svc.metadata.labels ?? {})}, owner ${JSON.stringify(svc.metadata.ownerReferences?.[0]?.['name'])})`);
-        continue;
-      }
-      seen.add(key);
-      problems.push(...checkService(svc, want).map((p) => `${key}: ${p}`));
-    }
-  }
-  for (const [key, want] of expected) {
-    if (!seen.has(key) && !foreignKeys.has(key) && !want.gone) problems.push(`missing Service ${key} (executor ${want.executorPodName})`);
-  }
-  return problems;
-}
-
-function checkService(svc: Svc, want: ExpectedService): string[] {
-  const p: string[] = [];
-  const selector = { [SPARK_APP_ID_LABEL]: want.appId, [SPARK_EXECUTOR_ID_LABEL]: want.execId };
-  const labels = svc.metadata.labels ?? {};
-  if (labels[MANAGED_BY_LABEL] !== MANAGED_BY_VALUE || labels[SPARK_APP_ID_LABEL] !== want.appId || labels[SPARK_EXECUTOR_ID_LABEL] !== want.execId) {
-    p.push(`labels ${JSON.stringify(labels)}`);
-  }
-  if (svc.spec?.type !== 'ClusterIP') p.push(`type ${svc.spec?.type}`);
-  if (JSON.stringify(sortKeys(svc.spec?.selector ?? {})) !== JSON.stringify(sortKeys(selector))) p.push(`selector ${JSON.stringify(svc.spec?.selector)}`);
-  const ports = svc.spec?.ports ?? [];
-  const port = ports[0];
-  if (ports.length !== 1 || port?.['name'] !== BLOCK_MANAGER_PORT_NAME || port['port'] !== want.port || port['targetPort'] !== want.port || port['protocol'] !== 'TCP') {
-    p.push(`ports ${JSON.stringify(ports)}, want ${want.port}`);
-  }
-  const owners = svc.metadata.ownerReferences ?? [];
-  const owner = owners[0];
-  if (owners.length !== 1 || owner?.['uid'] !== want.driverUid || owner['name'] !== want.driverName || owner['kind'] !== 'Pod' || owner['apiVersion'] !== 'v1') {
-    p.push(`owners ${JSON.stringify(owners)}, want ${want.driverName}/${want.driverUid}`);
-  }
-  const annotations = svc.metadata.annotations ?? {};
-  if (annotations[EXECUTOR_POD_ANNOTATION] !== want.executorPodName) p.push(`executor-pod annotation ${annotations[EXECUTOR_POD_ANNOTATION]}`);
-  if (annotations['spark-exec-svc/executor-uid'] !== want.executorUid) p.push(`executor-uid annotation ${annotations['spark-exec-svc/executor-uid']}`);
-  if (annotations[DRIVER_POD_ANNOTATION] !== want.driverName) p.push(`driver-pod annotation ${annotations[DRIVER_POD_ANNOTATION]}`);
-  const marked = annotations[EXECUTOR_GONE_AT_ANNOTATION] !== undefined;
-  if (marked !== want.gone) p.push(want.gone ? 'executor gone but no cool-down mark' : 'executor alive but marked gone');
-  return p;
-}
-
-function sortKeys(record: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.entries(record).sort(([a], [b]) => (a < b ? -1 : 1)));
-}
+/** The Services the world's executors are owed once nothing changes any more (each executor's last state). */
+export const expectedServicesOf = (world: World, watched: readonly string[], defaultPort: number): Map<string, ExpectedService> =>
+  expectedServices(
+    [...world.executors.values()].map((e) => e.last as unknown as Obj),
+    world.emulator,
+    watched,
+    defaultPort,
+  );
 
 /** Services that are not ours, seeded before the events: they must come out byte for byte the same. */
 export function seedForeignServices(emulator: KubeEmulator, apps: readonly AppPlan[], rng: Rng, prefix: string): ForeignService[] {
   const seeded: ForeignService[] = [];
   const seed = (body: Record<string, unknown>): void => {
-    const obj = emulator.seed(body) as Svc;
-    seeded.push({ namespace: obj.metadata.namespace, name: obj.metadata.name, snapshot: emulator.getObject('services', obj.metadata.namespace, obj.metadata.name)! });
+    const obj = emulator.seed(body) as unknown as Obj;
+    seeded.push({ namespace: obj.metadata.namespace!, name: obj.metadata.name, snapshot: emulator.getObject('services', obj.metadata.namespace!, obj.metadata.name)! });
   };
   const ns = apps[0]?.namespace ?? 'spark';
   seed({ apiVersion: 'v1', kind: 'Service', metadata: { name: `${prefix}-web`, namespace: ns, labels: { app: 'web' } }, spec: { selector: { app: 'web' }, ports: [{ port: 80 }] } });
@@ -481,7 +330,7 @@ export function seedForeignServices(emulator: KubeEmulator, apps: readonly AppPl
     metadata: {
       name: `${prefix}-lookalike`,
       namespace: ns,
-      labels: { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE, [SPARK_APP_ID_LABEL]: apps[0]?.appId ?? 'x', [SPARK_EXECUTOR_ID_LABEL]: '99' },
+      labels: { [MANAGED_BY]: 'spark-exec-svc', [APP]: apps[0]?.appId ?? 'x', [EXEC]: '99' },
       ownerReferences: [{ apiVersion: 'apps/v1', kind: 'Deployment', name: 'someone', uid: `deploy-${prefix}` }],
     },
     spec: { selector: { app: 'lookalike' }, ports: [{ port: 7079 }] },
