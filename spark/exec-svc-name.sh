@@ -5,7 +5,7 @@
 #   exec-svc-name.sh --batch          reads lines "APP_ID<TAB>EXEC_ID" on stdin and prints one
 #                                     name per line (used by the tests to avoid a process per input)
 #
-# This is byte for byte the rule of shared/naming.ts (executorServiceName); docs/naming.md
+# This is byte for byte the rule of shared/model/naming.ts (executorServiceName); docs/naming.md
 # explains it. Runs under dash and busybox ash; needs only printf (builtin), tr and sha256sum
 # (coreutils or busybox). Everything is done in the C locale so that tr works on bytes.
 #

@@ -8,7 +8,7 @@
 # For an executor it
 #   1. computes the executor's Service name from SPARK_APPLICATION_ID and SPARK_EXECUTOR_ID
 #      (env set by Spark's BasicExecutorFeatureStep) with exec-svc-name.sh, the same rule as
-#      shared/naming.ts, and the host name <name>.<namespace>.<suffix> (suffix "svc");
+#      shared/model/naming.ts, and the host name <name>.<namespace>.<suffix> (suffix "svc");
 #   2. waits, at most SPARK_EXEC_SVC_WAIT_SECONDS (default 30) in total, until that name resolves
 #      (`getent hosts`), i.e. until the Service exists and cluster DNS serves it; every look-up is
 #      cut off at the time left (`timeout -s KILL`, or a watchdog where there is no `timeout`), as a

@@ -17,7 +17,7 @@ import { CloudEvent, HTTP } from 'cloudevents';
 /**
  * The adapter's delivery: up to 5 retries, 50 ms × 2^n apart (0.1 + 0.2 + 0.4 + 0.8 + 1.6 s),
  * only on network errors and these statuses (sdk-go's retriable statuses); then the event is
- * dropped. shared/config.ts derives the event deadline from this policy.
+ * dropped. shared/ops/config.ts derives the event deadline from this policy.
  */
 export const ADAPTER_RETRY = {
   retries: 5,

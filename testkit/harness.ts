@@ -1,9 +1,9 @@
 import { startFunctionServer, type FunctionServer } from '../functions/executor-service/server.ts';
-import { type Config, loadConfig } from '../shared/config.ts';
+import { type Config, loadConfig } from '../shared/ops/config.ts';
 import { CoreV1KubeClient } from '../shared/kube/client.ts';
-import { type Logger, jsonLogger } from '../shared/log.ts';
-import { type Metrics, newMetrics } from '../shared/metrics.ts';
-import { type ProcessCaches, newProcessCaches } from '../shared/reconcile/caches.ts';
+import { type Logger, jsonLogger } from '../shared/ops/log.ts';
+import { type Metrics, newMetrics } from '../shared/ops/metrics.ts';
+import { type ProcessCaches, newProcessCaches } from '../shared/triggers/process-state.ts';
 import { type KubeEmulator, startEmulator } from '../packages/kube-emulator/index.ts';
 import { type ContentMode, type PostedReply, postPodEvent } from './apiserversource.ts';
 import type { PodBody } from './spark-pods.ts';

@@ -2,7 +2,7 @@
  * The oracle: what must hold in the cluster, written once from the specification (README "How it
  * works" and "Block-manager port", docs/reliability.md "The invariant", "Identity" and "The
  * rules"), never from the code under test. The keys are spelled as the README names them, not
- * imported. The one production function used is executorServiceName (shared/naming.ts): the name
+ * imported. The one production function used is executorServiceName (shared/model/naming.ts): the name
  * rule has its own proof (test/executor/naming-shell-parity.test.ts, test/unit/naming.test.ts).
  *
  * The invariant (docs/reliability.md): for every live, opted-in executor whose driver lives, its
@@ -19,7 +19,7 @@
  *    executor's block-manager port (annotation, else the one value SPARK_JAVA_OPT_<n> says, else
  *    BLOCK_MANAGER_PORT; an executor without a port the function could use is owed nothing).
  */
-import { executorServiceName } from '../shared/naming.ts';
+import { executorServiceName } from '../shared/model/naming.ts';
 
 export const ENABLED = 'spark-exec-svc/enabled';
 export const GONE_AT = 'spark-exec-svc/executor-gone-at';

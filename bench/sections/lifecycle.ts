@@ -27,7 +27,7 @@
  * function reads neither.
  */
 import { join } from 'node:path';
-import { EXECUTOR_GONE_AT_ANNOTATION } from '../../shared/labels.ts';
+import { EXECUTOR_GONE_AT_ANNOTATION } from '../../shared/model/labels.ts';
 import { type AdapterEvent, AdapterSender, type Answer, podEvent, sweepEvent } from '../../testkit/apiserversource.ts';
 import { callKind } from '../lib/api-calls.ts';
 import { DRIVER_RUNNING_PATCH, DRIVER_SUCCEEDED_PATCH, GRACEFUL_FINALIZER, RELEASE_PATCH, STATUS_STEPS, type StatusStep, executorStatusPatch } from '../../testkit/spark-lifecycle.ts';

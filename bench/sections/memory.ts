@@ -7,10 +7,10 @@
 import { join } from 'node:path';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { DEFAULT_FACT_CACHE_LIMITS, FactCache, podKey, slotCacheKey } from '../../shared/reconcile/fact-cache.ts';
-import { serviceFactFromCreated, desiredExecutorService } from '../../shared/service-spec.ts';
-import { podFact } from '../../shared/spark-pod.ts';
-import { Pod } from '../../shared/k8s-objects.ts';
+import { DEFAULT_FACT_CACHE_LIMITS, FactCache, podKey, slotCacheKey } from '../../shared/engine/memory.ts';
+import { serviceFactFromCreated, desiredExecutorService } from '../../shared/model/service-spec.ts';
+import { podFact } from '../../shared/model/spark-pod.ts';
+import { Pod } from '../../shared/model/k8s-objects.ts';
 import { sparkAppId } from '../../testkit/spark-pods.ts';
 import { type AdapterEvent, AdapterSender, podEvent } from '../../testkit/apiserversource.ts';
 import { type PodBody, appDriver, appExecutors } from '../../testkit/spark-pods.ts';

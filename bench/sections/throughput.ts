@@ -9,7 +9,7 @@
  */
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
-import { desiredExecutorService } from '../../shared/service-spec.ts';
+import { desiredExecutorService } from '../../shared/model/service-spec.ts';
 import { monotonicUs, summarizeProfile, type ProfileSummary } from '../lib/cpuprofile.ts';
 import { AdapterSender, podEvent, pool } from '../../testkit/apiserversource.ts';
 import { type PodBody, appDriver, appExecutors } from '../../testkit/spark-pods.ts';

@@ -1,18 +1,16 @@
 import { CloudEvent } from 'cloudevents';
-import type { Config } from '../../shared/config.ts';
-import { InvalidEventError, parseFunctionEvent } from '../../shared/events.ts';
-import type { CloudEventLike } from '../../shared/events.ts';
+import type { Config } from '../../shared/ops/config.ts';
+import { InvalidEventError, parseFunctionEvent } from '../../shared/model/events.ts';
+import type { CloudEventLike } from '../../shared/model/events.ts';
 import type { KubeClient } from '../../shared/kube/client.ts';
 import { KubeApiError } from '../../shared/kube/errors.ts';
-import { withRequestMetrics } from '../../shared/kube/instrumented-client.ts';
-import { withRetries } from '../../shared/kube/retrying-client.ts';
-import type { Logger } from '../../shared/log.ts';
-import type { Metrics } from '../../shared/metrics.ts';
-import type { EventResult } from '../../shared/reconcile/context.ts';
-import { reconcileEvent } from '../../shared/reconcile/dispatch.ts';
-import { FactsKeptChangingError } from '../../shared/reconcile/reconcile.ts';
-import type { ProcessCaches } from '../../shared/reconcile/caches.ts';
-import { DeadlineExceededError, defaultSleep } from '../../shared/retry.ts';
+import { DeadlineExceededError, defaultSleep, intercept, requestMetrics, retries } from '../../shared/kube/middleware.ts';
+import type { Logger } from '../../shared/ops/log.ts';
+import type { Metrics } from '../../shared/ops/metrics.ts';
+import { reconcileEvent } from '../../shared/triggers/route.ts';
+import { FactsKeptChangingError } from '../../shared/engine/reconcile.ts';
+import type { ProcessCaches } from '../../shared/triggers/process-state.ts';
+import { type EventResult, OUTCOMES } from '../../shared/rules/outcome.ts';
 
 export const REPLY_SOURCE = '/spark-exec-svc/executor-service';
 export const REPLY_TYPE_PREFIX = 'spark-exec-svc.';
@@ -37,18 +35,6 @@ export type Handled =
 const BASE_DELAY_MS = 50;
 const MAX_DELAY_MS = 2_000;
 
-/** The API client of each deps, counting and timing its requests: made once, used by every event. */
-const measuredClients = new WeakMap<HandlerDeps, KubeClient>();
-
-function measuredClient(deps: HandlerDeps): KubeClient {
-  let client = measuredClients.get(deps);
-  if (client === undefined) {
-    client = withRequestMetrics(deps.client, deps.metrics);
-    measuredClients.set(deps, client);
-  }
-  return client;
-}
-
 /** One CloudEvent in, one answer out. Never throws. */
 export async function handleEvent(deps: HandlerDeps, event: CloudEventLike, subject?: string): Promise<Handled> {
   const started = performance.now();
@@ -56,15 +42,12 @@ export async function handleEvent(deps: HandlerDeps, event: CloudEventLike, subj
   const fields: Record<string, unknown> = { eventId: event.id, eventType: event.type, subject };
   let handled: Handled;
   let isSweep = false;
-  const cursor = deps.caches.sweepCursor;
-  const roundsBefore = cursor.rounds;
-  // A tick that finds a sweep running in this process does nothing (shared/reconcile/sweep.ts).
-  const sweepBusy = cursor.running;
   try {
     const parsed = parseFunctionEvent(event);
     isSweep = parsed.kind === 'sweep';
     const deadline = Date.now() + (parsed.kind === 'sweep' ? deps.config.sweepDeadlineMs : deps.config.eventDeadlineMs);
-    const client = withRetries(measuredClient(deps), {
+    // Retries outside the request metrics: each attempt is one counted request.
+    const retryUnderDeadline = retries({
       deadline,
       baseDelayMs: BASE_DELAY_MS,
       maxDelayMs: MAX_DELAY_MS,
@@ -76,7 +59,8 @@ export async function handleEvent(deps: HandlerDeps, event: CloudEventLike, subj
         deps.log.debug('retrying API call', { ...fields, attempt, delayMs: Math.round(delayMs), status: error.status, reason: error.reason });
       },
     });
-    const result = await reconcileEvent({ client, config: deps.config, now, log: deps.log, ...deps.caches }, parsed);
+    const client = intercept(deps.client, retryUnderDeadline, requestMetrics(deps.metrics));
+    const result = await reconcileEvent({ client, config: deps.config, now, log: deps.log, facts: deps.caches.facts }, parsed, deps.caches.sweepCursor);
     handled = { status: 200, result, reply: () => replyFor(event, result) };
     deps.metrics.recordServiceOutcomes(isSweep ? 'sweep' : 'event', result.outcomes);
     Object.assign(fields, { namespace: result.namespace, pod: result.pod, app: result.app, action: result.action, reason: result.reason });
@@ -89,20 +73,14 @@ export async function handleEvent(deps: HandlerDeps, event: CloudEventLike, subj
   const elapsedMs = performance.now() - started;
   fields['latencyMs'] = Math.round(elapsedMs * 100) / 100;
   if (isSweep) {
-    // A round over every watched namespace finished during this run if the cursor's count moved
-    // (one sweep at a time per process: no other run moved it meanwhile).
-    const result =
-      handled.status !== 200 ? 'failed' : sweepBusy ? 'already-running' : cursor.rounds > roundsBefore ? 'round-completed' : 'continues';
-    deps.metrics.recordSweep(result, elapsedMs / 1000, handled.status === 200 ? handled.result.outcomes : []);
+    const round = handled.status === 200 ? (handled.result.round ?? 'continues') : 'failed';
+    deps.metrics.recordSweep(round, elapsedMs / 1000, handled.status === 200 ? handled.result.outcomes : []);
   }
   if (handled.status === 200) {
     deps.metrics.eventsHandled++;
-    const action = handled.result.action;
     // Only what changed something is news: the no-op updates of every pod's life (action
     // verified or ignored) are debug, so that a scale-up does not log four lines per executor.
-    if (action === 'ignored' || action === 'verified') deps.log.debug('event handled', fields);
-    else if (action === 'conflict' || action === 'skipped') deps.log.warn('event handled', fields);
-    else deps.log.info('event handled', fields);
+    deps.log[OUTCOMES[handled.result.action].log]('event handled', fields);
   } else {
     deps.metrics.eventsFailed++;
     if (handled.status === 400) deps.log.warn('event rejected', fields);
@@ -119,7 +97,7 @@ function failure(error: unknown): Extract<Handled, { readonly error: string }> {
 }
 
 function replyFor(event: CloudEventLike, result: EventResult): CloudEvent<EventResult> {
-  const topic = result.action === 'ignored' || result.action === 'skipped' || result.action === 'swept' ? result.action : `service.${result.action}`;
+  const topic = OUTCOMES[result.action].reply;
   // Correlates the reply with the event that caused it. An id with no usable character gets none:
   // the SDK rejects an extension whose value is undefined, which would turn done work into a 500.
   const causation = event.id.replace(/[^A-Za-z0-9.\-_]/g, '').slice(0, 128);

@@ -1,9 +1,9 @@
 import * as k8s from '@kubernetes/client-node';
-import { ConfigError, loadConfig } from '../../shared/config.ts';
+import { ConfigError, loadConfig } from '../../shared/ops/config.ts';
 import { CoreV1KubeClient } from '../../shared/kube/client.ts';
-import { jsonLogger } from '../../shared/log.ts';
-import { newMetrics } from '../../shared/metrics.ts';
-import { newProcessCaches } from '../../shared/reconcile/caches.ts';
+import { jsonLogger } from '../../shared/ops/log.ts';
+import { newMetrics } from '../../shared/ops/metrics.ts';
+import { newProcessCaches } from '../../shared/triggers/process-state.ts';
 import { startFunctionServer } from './server.ts';
 
 /**

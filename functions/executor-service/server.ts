@@ -1,8 +1,8 @@
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import { HTTP } from 'cloudevents';
-import type { CloudEventLike } from '../../shared/events.ts';
-import type { Logger } from '../../shared/log.ts';
-import { type EventOutcome, METRICS_PATH, type RefusedReason } from '../../shared/metrics.ts';
+import type { CloudEventLike } from '../../shared/model/events.ts';
+import type { Logger } from '../../shared/ops/log.ts';
+import { type EventOutcome, METRICS_PATH, type RefusedReason } from '../../shared/ops/metrics.ts';
 import { type HandlerDeps, handleEvent } from './handler.ts';
 
 export const LIVENESS_PATH = '/health/liveness';

@@ -1,7 +1,7 @@
 import * as k8s from '@kubernetes/client-node';
 import { z } from 'zod';
-import { NamespaceName, ObjectName, Pod, Service } from '../k8s-objects.ts';
-import type { ServiceBody } from '../service-spec.ts';
+import { NamespaceName, ObjectName, Pod, Service } from '../model/k8s-objects.ts';
+import type { ServiceBody } from '../model/service-spec.ts';
 import { type CallDescription, KubeApiError, toKubeApiError } from './errors.ts';
 
 export interface Page<T> {
@@ -198,6 +198,11 @@ const POOL_MAX_AGE_MS = 10 * 60_000;
  */
 function isValidTarget(namespace: string, name: string): boolean {
   return NamespaceName.safeParse(namespace).success && ObjectName.safeParse(name).success;
+}
+
+/** Whether the client sends a request for this call at all (the rule above; a list or create names no object). */
+export function sendsRequest(call: CallDescription): boolean {
+  return call.name === undefined || call.verb === 'create' ? NamespaceName.safeParse(call.namespace).success : isValidTarget(call.namespace, call.name);
 }
 
 function assertValidNamespace(call: CallDescription): void {

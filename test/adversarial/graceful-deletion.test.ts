@@ -4,7 +4,7 @@
  * through sweeps, and is marked once the pod is Failed.
  */
 import { describe, expect, it } from 'vitest';
-import { executorServiceName } from '../../shared/naming.ts';
+import { executorServiceName } from '../../shared/model/naming.ts';
 import { GONE_AT, type Obj as SvcObj } from '../../testkit/oracle.ts';
 import { sparkAppId } from '../../testkit/spark-pods.ts';
 import { NS, useAudit } from '../support/audited.ts';

@@ -5,8 +5,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { InvalidEventError, type FunctionEvent, parseFunctionEvent } from '../../shared/events.ts';
-import { NamespaceName, ObjectName, Pod, isLabelKey, isLabelValue } from '../../shared/k8s-objects.ts';
+import { InvalidEventError, type FunctionEvent, parseFunctionEvent } from '../../shared/model/events.ts';
+import { NamespaceName, ObjectName, Pod, isLabelKey, isLabelValue } from '../../shared/model/k8s-objects.ts';
 import { podEventType } from '../../testkit/apiserversource.ts';
 import type { Harness } from '../../testkit/harness.ts';
 import { OPT_IN, driverPod, executorPod, sparkAppId } from '../../testkit/spark-pods.ts';

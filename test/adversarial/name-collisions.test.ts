@@ -4,7 +4,7 @@
  * Service, and sweeps never flip a Service between two claimants.
  */
 import { describe, expect, it } from 'vitest';
-import { executorServiceName } from '../../shared/naming.ts';
+import { executorServiceName } from '../../shared/model/naming.ts';
 import { SPARK_EXEC_ID } from '../../testkit/oracle.ts';
 import { useAudit } from '../support/audited.ts';
 import { ref, resourceVersions, scene, tenantCopy, tenantOwner, victimApp } from './support/tenant-scene.ts';

@@ -6,7 +6,7 @@
  */
 import type { Harness } from '../../testkit/harness.ts';
 import { describe, expect, it } from 'vitest';
-import { executorServiceName } from '../../shared/naming.ts';
+import { executorServiceName } from '../../shared/model/naming.ts';
 import { postSweep } from '../../testkit/apiserversource.ts';
 import { type PodBody, driverPod, executorPod, sparkAppId } from '../../testkit/spark-pods.ts';
 import { NS, addForeign, audited, auditRequests, logsMatching, useAudit } from '../support/audited.ts';

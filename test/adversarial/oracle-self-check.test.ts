@@ -4,7 +4,7 @@
  * reported, and nothing else. The adversarial suites rely on it after every step.
  */
 import { describe, expect, it } from 'vitest';
-import { executorServiceName } from '../../shared/naming.ts';
+import { executorServiceName } from '../../shared/model/naming.ts';
 import { GONE_AT } from '../../testkit/oracle.ts';
 import { sparkAppId } from '../../testkit/spark-pods.ts';
 import { NS, useAudit } from '../support/audited.ts';

@@ -4,7 +4,7 @@
  * are older snapshots than they look, and the cap counted by two overlapping sweeps.
  */
 import { describe, expect, it } from 'vitest';
-import { executorServiceName } from '../../shared/naming.ts';
+import { executorServiceName } from '../../shared/model/naming.ts';
 import { postSweep } from '../../testkit/apiserversource.ts';
 import { GONE_AT, type Obj as PodObj, type Obj as SvcObj, terminal } from '../../testkit/oracle.ts';
 import { driverPod, executorPod, sparkAppId } from '../../testkit/spark-pods.ts';

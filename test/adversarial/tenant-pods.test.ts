@@ -8,7 +8,7 @@
  * own Service.
  */
 import { describe, expect, it } from 'vitest';
-import { executorServiceName } from '../../shared/naming.ts';
+import { executorServiceName } from '../../shared/model/naming.ts';
 import { OPT_IN, type PodBody, driverPod, executorPod, nonSparkPod, sparkAppId } from '../../testkit/spark-pods.ts';
 import { NS, audited, useAudit } from '../support/audited.ts';
 import { claiming, current, ref, replayClaims, scene, serviceWrites, tenantCopy, tenantLifecycle, tenantOwner, victimApp, withHold } from './support/tenant-scene.ts';

@@ -4,7 +4,7 @@
  * runs: they converge, never duplicate a Service, and never delete a Service whose executor lives.
  */
 import { describe, expect, it } from 'vitest';
-import { executorServiceName } from '../../shared/naming.ts';
+import { executorServiceName } from '../../shared/model/naming.ts';
 import type { RequestRecord } from '../../packages/kube-emulator/index.ts';
 import type { Harness } from '../../testkit/harness.ts';
 import { driverPod, executorPod, sparkAppId } from '../../testkit/spark-pods.ts';

@@ -6,7 +6,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { SERVICE_ACCOUNT_NAMESPACE_FILE } from '../../shared/config.ts';
+import { SERVICE_ACCOUNT_NAMESPACE_FILE } from '../../shared/ops/config.ts';
 import { describe, expect, it } from 'vitest';
 import { postSweep } from '../../testkit/apiserversource.ts';
 import { type PodBody, driverPod, executorPod, sparkAppId } from '../../testkit/spark-pods.ts';

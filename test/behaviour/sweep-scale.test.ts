@@ -4,7 +4,7 @@
  * deadline, and a sweep after that writes nothing.
  */
 import { afterEach, expect, it } from 'vitest';
-import { executorServiceName } from '../../shared/naming.ts';
+import { executorServiceName } from '../../shared/model/naming.ts';
 import type { Harness } from '../../testkit/harness.ts';
 import { startHarness } from '../../testkit/harness.ts';
 import { driverPod, executorPod } from '../../testkit/spark-pods.ts';

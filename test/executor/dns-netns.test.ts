@@ -17,7 +17,7 @@ import { existsSync, mkdirSync, readdirSync, rmdirSync, rmSync, writeFileSync } 
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findBinary, isRoot, run } from '../../proof/fast-fail/sys.ts';
-import { executorServiceName } from '../../shared/naming.ts';
+import { executorServiceName } from '../../shared/model/naming.ts';
 import { APP, argAfter, executorEnv, type ExecutorLayout, makeExecutorLayout, pathWith, POD_IP, runScript } from './executor-wrapper.ts';
 
 const PREFIX = 'sxs-dns-';

@@ -14,7 +14,7 @@ import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { loadAllYaml, loadYaml } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
-import { executorServiceName } from '../../shared/naming.ts';
+import { executorServiceName } from '../../shared/model/naming.ts';
 import {
   APP,
   argAfter,

@@ -1,5 +1,5 @@
 // The POSIX-sh Service name (spark/exec-svc-name.sh, run by the executor wrapper inside the
-// executor pod) must equal shared/naming.ts's executorServiceName byte for byte: the function
+// executor pod) must equal shared/model/naming.ts's executorServiceName byte for byte: the function
 // creates the Service under the TypeScript name, the executor advertises the shell name.
 //
 // One shell process per shell kind reads every input as a line "APP<TAB>EXEC" (--batch), so
@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { executorServiceName, isDns1035Label } from '../../shared/naming.ts';
+import { executorServiceName, isDns1035Label } from '../../shared/model/naming.ts';
 
 const SCRIPT = join(import.meta.dirname, '..', '..', 'spark', 'exec-svc-name.sh');
 

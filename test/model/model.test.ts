@@ -45,8 +45,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
-import { jsonLogger } from '../../shared/log.ts';
-import { executorServiceName } from '../../shared/naming.ts';
+import { jsonLogger } from '../../shared/ops/log.ts';
+import { executorServiceName } from '../../shared/model/naming.ts';
 import { type KubeEmulator, startEmulator } from '../../packages/kube-emulator/index.ts';
 import { buildKubeConfig } from '../../packages/kube-emulator/kubeconfig.ts';
 import { podEventType, podSubject, postCloudEvent } from '../../testkit/apiserversource.ts';

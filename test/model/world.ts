@@ -5,7 +5,7 @@
  * snapshot at that time), and the exact set of Services a correct system must end with.
  * No vitest import: test/soak/run.ts uses it too.
  */
-import { executorServiceName } from '../../shared/naming.ts';
+import { executorServiceName } from '../../shared/model/naming.ts';
 import { seededRandom } from '../../packages/kube-emulator/random.ts';
 import type { KubeEmulator } from '../../packages/kube-emulator/index.ts';
 import { type PostedReply, postPodEvent } from '../../testkit/apiserversource.ts';

@@ -37,8 +37,8 @@ import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
 import { Role } from 'kubernetes-models/rbac.authorization.k8s.io/v1/Role';
 import { RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding';
 import { Job } from 'kubernetes-models/batch/v1/Job';
-import { desiredExecutorService } from '../../shared/service-spec.ts';
-import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../../shared/labels.ts';
+import { desiredExecutorService } from '../../shared/model/service-spec.ts';
+import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../../shared/model/labels.ts';
 import { startEmulator } from '../../packages/kube-emulator/index.ts';
 import type { KubeEmulator } from '../../packages/kube-emulator/index.ts';
 

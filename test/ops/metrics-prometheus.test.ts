@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { dump, loadAll } from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newMetrics } from '../../shared/metrics.ts';
+import { newMetrics } from '../../shared/ops/metrics.ts';
 import { type PostedReply, postCloudEvent } from '../../testkit/apiserversource.ts';
 import { type Harness, startHarness } from '../../testkit/harness.ts';
 import { freePort } from '../../testkit/process.ts';

@@ -21,7 +21,7 @@ import { dump, load, loadAll } from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PodMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PodMonitor';
 import { PrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule';
-import { METRICS_PATH, newMetrics } from '../../shared/metrics.ts';
+import { METRICS_PATH, newMetrics } from '../../shared/ops/metrics.ts';
 import { prometheusTools, runTool, toolVersion } from './prometheus-tools.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');

@@ -1,5 +1,5 @@
 /**
- * GET /metrics: the function's own Prometheus metrics (shared/metrics.ts) after a day in
+ * GET /metrics: the function's own Prometheus metrics (shared/ops/metrics.ts) after a day in
  * miniature — creates, an update, a conflict, a retried 503, an RBAC denial, every kind of
  * refused input, hostile event types, a lost executor and a sweep — read back from the
  * exposition, which the real `promtool check metrics` must accept. Label values must stay
@@ -7,12 +7,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Metrics, newMetrics } from '../../shared/metrics.ts';
-import { withRequestMetrics } from '../../shared/kube/instrumented-client.ts';
+import { Metrics, newMetrics } from '../../shared/ops/metrics.ts';
+import { withRequestMetrics } from '../../shared/kube/middleware.ts';
 import type { KubeClient } from '../../shared/kube/client.ts';
 import { KubeApiError } from '../../shared/kube/errors.ts';
-import { FactCache } from '../../shared/reconcile/fact-cache.ts';
-import { executorServiceName } from '../../shared/naming.ts';
+import { FactCache } from '../../shared/engine/memory.ts';
+import { executorServiceName } from '../../shared/model/naming.ts';
 import { type PostedReply, podEventType, podSubject, postCloudEvent } from '../../testkit/apiserversource.ts';
 import { type Harness, startHarness } from '../../testkit/harness.ts';
 import { prometheusTools, runTool } from './prometheus-tools.ts';

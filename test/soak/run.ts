@@ -13,7 +13,7 @@
 import { parseArgs } from 'node:util';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import type { Logger } from '../../shared/log.ts';
+import type { Logger } from '../../shared/ops/log.ts';
 import type { Fault } from '../../packages/kube-emulator/index.ts';
 import { startEmulator } from '../../packages/kube-emulator/index.ts';
 import type { PostedReply } from '../../testkit/apiserversource.ts';

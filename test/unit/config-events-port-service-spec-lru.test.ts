@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { resolveBlockManagerPort } from '../../shared/block-manager-port.ts';
-import { ConfigError, loadConfig } from '../../shared/config.ts';
-import { InvalidEventError, parseFunctionEvent } from '../../shared/events.ts';
-import { Pod, type Service } from '../../shared/k8s-objects.ts';
-import { desiredExecutorService, serviceFact } from '../../shared/service-spec.ts';
+import { resolveBlockManagerPort } from '../../shared/model/block-manager-port.ts';
+import { ConfigError, loadConfig } from '../../shared/ops/config.ts';
+import { InvalidEventError, parseFunctionEvent } from '../../shared/model/events.ts';
+import { Pod, type Service } from '../../shared/model/k8s-objects.ts';
+import { desiredExecutorService, serviceFact } from '../../shared/model/service-spec.ts';
 import { driverPod, executorPod, nonSparkPod, sparkAppId } from '../../testkit/spark-pods.ts';
 
 const ns = 'spark';
@@ -121,7 +121,7 @@ describe('Service spec', () => {
 
 describe('bounded caches', () => {
   it('BoundedLru forgets the least recently used entry past its capacity', async () => {
-    const { BoundedLru } = await import('../../shared/bounded-lru.ts');
+    const { BoundedLru } = await import('../../shared/ops/bounded-lru.ts');
     const lru = new BoundedLru<number>(2);
     lru.set('a', 1);
     lru.set('b', 2);
@@ -135,7 +135,7 @@ describe('bounded caches', () => {
   });
 
   it('BoundedLru also forgets past its byte budget, and keeps nothing larger than the budget', async () => {
-    const { BoundedLru } = await import('../../shared/bounded-lru.ts');
+    const { BoundedLru } = await import('../../shared/ops/bounded-lru.ts');
     const lru = new BoundedLru<string>(100, 100, (_key, value) => value.length);
     lru.set('a', 'x'.repeat(40));
     lru.set('b', 'x'.repeat(40));

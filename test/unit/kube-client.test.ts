@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { CoreV1KubeClient } from '../../shared/kube/client.ts';
 import { KubeApiError } from '../../shared/kube/errors.ts';
-import { desiredExecutorService } from '../../shared/service-spec.ts';
+import { desiredExecutorService } from '../../shared/model/service-spec.ts';
 import { type KubeEmulator, startEmulator } from '../../packages/kube-emulator/index.ts';
 
 const NS = 'spark';

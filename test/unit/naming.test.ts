@@ -1,9 +1,9 @@
-// Unit tests of shared/naming.ts (the rule is in docs/naming.md; the shell twin is tested in
+// Unit tests of shared/model/naming.ts (the rule is in docs/naming.md; the shell twin is tested in
 // test/naming-shell.test.ts).
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { DNS1035_LABEL_MAX, executorServiceName, isDns1035Label } from '../../shared/naming.ts';
+import { DNS1035_LABEL_MAX, executorServiceName, isDns1035Label } from '../../shared/model/naming.ts';
 
 const hex32 = fc.stringMatching(/^[0-9a-f]{32}$/);
 const execId = fc.integer({ min: 1, max: 100_000 }).map(String);

@@ -5,7 +5,7 @@
  * points they are about.
  */
 import { expect } from 'vitest';
-import { executorServiceName } from '../../../shared/naming.ts';
+import { executorServiceName } from '../../../shared/model/naming.ts';
 import type { RequestRecord } from '../../../packages/kube-emulator/index.ts';
 import { type PostedReply, postSweep } from '../../../testkit/apiserversource.ts';
 import type { Harness, HarnessOptions } from '../../../testkit/harness.ts';

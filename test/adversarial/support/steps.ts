@@ -5,8 +5,8 @@
  * second function instance whose process caches a test can look at.
  */
 import { expect } from 'vitest';
-import { jsonLogger } from '../../../shared/log.ts';
-import { executorServiceName } from '../../../shared/naming.ts';
+import { jsonLogger } from '../../../shared/ops/log.ts';
+import { executorServiceName } from '../../../shared/model/naming.ts';
 import type { KubeEmulator } from '../../../packages/kube-emulator/index.ts';
 import { NS, sleep } from '../../support/audited.ts';
 import { type PostedReply, postPodEvent } from '../../../testkit/apiserversource.ts';

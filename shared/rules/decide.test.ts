@@ -6,9 +6,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { type Facts, type Observation, type Rules, type SlotFacts, decide } from './decide.ts';
-import { Pod, Service } from './k8s-objects.ts';
-import { type ServiceFact, serviceFact } from './service-spec.ts';
-import { type PodFact, podFact } from './spark-pod.ts';
+import { Pod, Service } from '../model/k8s-objects.ts';
+import { type ServiceFact, serviceFact } from '../model/service-spec.ts';
+import { type PodFact, podFact } from '../model/spark-pod.ts';
 
 const NS = 'spark';
 const APP = 'spark-0123456789abcdef0123456789abcdef';

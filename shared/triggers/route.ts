@@ -4,30 +4,31 @@
  * decision is taken from what the API server says. What an event claims never justifies a
  * write; it only chooses which remembered facts may save a read.
  */
-import type { FunctionEvent, Verb } from '../events.ts';
-import type { Pod } from '../k8s-objects.ts';
-import { DRIVER_POD_ANNOTATION, EXECUTOR_POD_ANNOTATION, SPARK_EXECUTOR_ID_LABEL } from '../labels.ts';
-import { executorServiceName } from '../naming.ts';
+import type { FunctionEvent, Verb } from '../model/events.ts';
+import type { Pod } from '../model/k8s-objects.ts';
+import { DRIVER_POD_ANNOTATION, EXECUTOR_POD_ANNOTATION, SPARK_EXECUTOR_ID_LABEL } from '../model/labels.ts';
+import { executorServiceName } from '../model/naming.ts';
 import { forEachPage } from '../kube/paging.ts';
-import { OUR_SERVICES_SELECTOR, type ServiceFact, appServicesSelector, serviceFact } from '../service-spec.ts';
-import { type PodFact, notAnExecutorSlot, podFact } from '../spark-pod.ts';
-import type { SlotKey } from '../decide.ts';
-import { type EventResult, type ServiceOutcome, headline, ignored } from './context.ts';
-import type { ReconcileContext } from './context.ts';
-import { appCacheKey, podKey, slotCacheKey } from './fact-cache.ts';
-import { reconcileServices, reconcileSlots } from './reconcile.ts';
+import { OUR_SERVICES_SELECTOR, type ServiceFact, appServicesSelector, serviceFact } from '../model/service-spec.ts';
+import { type PodFact, notAnExecutorSlot, podFact } from '../model/spark-pod.ts';
+import type { SlotKey } from '../rules/decide.ts';
+import type { ReconcileContext } from '../engine/context.ts';
+import { type EventResult, type ServiceOutcome, eventResult as result, ignored } from '../rules/outcome.ts';
+import { appCacheKey, podKey, slotCacheKey } from '../engine/memory.ts';
+import { reconcileServices, reconcileSlots } from '../engine/reconcile.ts';
 import { sweep } from './sweep.ts';
+import type { SweepCursor } from './sweep-cursor.ts';
 
 /** Executor ids listed after the one an add names: Spark creates executors in batches (spark.kubernetes.allocation.batch.size). */
 const CLAIMANT_WINDOW = 31;
 
 /** Routes one parsed event to the reconciliation it needs. */
-export async function reconcileEvent(ctx: ReconcileContext, event: FunctionEvent): Promise<EventResult> {
+export async function reconcileEvent(ctx: ReconcileContext, event: FunctionEvent, sweepCursor?: SweepCursor): Promise<EventResult> {
   switch (event.kind) {
     case 'ignored':
       return ignored(event.reason);
     case 'sweep':
-      return sweep(ctx);
+      return sweep(ctx, sweepCursor);
     case 'pod':
       return reconcilePodHint(ctx, event.verb, event.pod, undefined);
     case 'pod-ref':
@@ -210,17 +211,3 @@ async function servicesNamingPod(ctx: ReconcileContext, namespace: string, podNa
   );
   return found;
 }
-
-/**
- * The event's answer. With `own` (the Service of the slot the event names), the headline and the
- * reason are that Service's: what the event's look at its peers found is in `outcomes` only.
- */
-function result(outcomes: readonly ServiceOutcome[], base: { namespace: string; pod: string; app?: string | undefined }, own?: string): EventResult {
-  const mine = own === undefined ? [] : outcomes.filter((o) => o.service === own);
-  const basis = mine.length > 0 ? mine : outcomes;
-  const action = headline(basis) ?? 'verified';
-  const reason =
-    action === 'skipped' || action === 'conflict' || action === 'ignored' ? basis.find((o) => o.action === action)?.detail : outcomes.length === 0 ? 'no Services' : undefined;
-  return { action, ...base, reason, outcomes };
-}
-

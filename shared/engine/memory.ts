@@ -1,6 +1,6 @@
-import { BoundedLru, estimateBytes } from '../bounded-lru.ts';
-import type { ServiceFact } from '../service-spec.ts';
-import type { PodFact } from '../spark-pod.ts';
+import { BoundedLru, estimateBytes } from '../ops/bounded-lru.ts';
+import type { ServiceFact } from '../model/service-spec.ts';
+import type { PodFact } from '../model/spark-pod.ts';
 
 /**
  * What one function process remembers between events: facts it read and its own writes, each

@@ -13,9 +13,9 @@
  * The invariant it keeps: for every live, opted-in executor whose driver lives, its Service
  * exists, carries no gone mark, is owned by that driver and selects that executor.
  */
-import type { Config } from './config.ts';
-import { EXECUTOR_GONE_AT_ANNOTATION } from './labels.ts';
-import { executorServiceName } from './naming.ts';
+import type { Config } from '../ops/config.ts';
+import { EXECUTOR_GONE_AT_ANNOTATION } from '../model/labels.ts';
+import { executorServiceName } from '../model/naming.ts';
 import {
   type ServiceBody,
   type ServiceFact,
@@ -23,8 +23,11 @@ import {
   desiredExecutorService,
   desiredShape,
   shapePatch,
-} from './service-spec.ts';
-import type { PodFact, PodRef } from './spark-pod.ts';
+} from '../model/service-spec.ts';
+import type { PodFact, PodRef } from '../model/spark-pod.ts';
+import type { ReportOutcome } from './outcome.ts';
+
+export type { ReportOutcome } from './outcome.ts';
 
 /** A fact and where it came from. `at` is when it was read (epoch ms). */
 export interface Observation<T> {
@@ -67,7 +70,6 @@ export interface Facts {
 
 export type Rules = Pick<Config, 'optInMode' | 'cooldownSeconds' | 'maxServicesPerNamespace' | 'factTtlMs'>;
 
-export type ReportOutcome = 'verified' | 'conflict' | 'collected' | 'skipped' | 'ignored';
 
 export type Action =
   | { readonly kind: 'create'; readonly slot: SlotKey; readonly body: ServiceBody; readonly identity: ServiceIdentity; readonly why: string }

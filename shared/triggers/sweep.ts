@@ -8,44 +8,26 @@
  * size is covered in a bounded number of sweeps; every write carries preconditions, so
  * overlapping sweeps and events cannot undo each other.
  */
-import type { SlotKey } from '../decide.ts';
+import type { SlotKey } from '../rules/decide.ts';
 import { KubeApiError } from '../kube/errors.ts';
 import type { Page } from '../kube/client.ts';
-import type { Pod, Service } from '../k8s-objects.ts';
-import { SPARK_ROLE_EXECUTOR, SPARK_ROLE_LABEL } from '../labels.ts';
-import { OUR_SERVICES_SELECTOR, serviceFact } from '../service-spec.ts';
-import { type PodFact, podFact } from '../spark-pod.ts';
-import type { EventResult, ReconcileContext, ServiceOutcome } from './context.ts';
-import { FactsKeptChangingError, reconcileServices, reconcileSlots } from './reconcile.ts';
-
-type Pass = 'services' | 'executors';
-
-/** What a sweep reports: what it wrote, and conflicts (which need a person); the rest is the normal state of things. */
-const REPORTED: ReadonlySet<string> = new Set(['created', 'patched', 'marked-gone', 'unmarked', 'deleted', 'conflict']);
+import type { Pod, Service } from '../model/k8s-objects.ts';
+import { SPARK_ROLE_EXECUTOR, SPARK_ROLE_LABEL } from '../model/labels.ts';
+import { OUR_SERVICES_SELECTOR, serviceFact } from '../model/service-spec.ts';
+import { type PodFact, podFact } from '../model/spark-pod.ts';
+import type { ReconcileContext } from '../engine/context.ts';
+import { FactsKeptChangingError, reconcileServices, reconcileSlots } from '../engine/reconcile.ts';
+import { type EventResult, type ServiceOutcome, sweepReports } from '../rules/outcome.ts';
+import { type Pass, SweepCursor } from './sweep-cursor.ts';
 
 /** Objects of a page decided together between two checks of the sweep's budget. */
 const CHUNK = 100;
 
-/** Where the sweep goes on. Kept in process memory: a new process starts from the beginning, which only costs reads. */
-export class SweepCursor {
-  namespaceIndex = 0;
-  pass: Pass = 'services';
-  /** The token that lists the current page (undefined: the first page). */
-  pageToken: string | undefined;
-  /** Items of the current page already decided. */
-  skip = 0;
-  /** Our Services counted so far in the current namespace's Services pass. */
-  counted = 0;
-  /** Complete rounds over every watched namespace, both passes. */
-  rounds = 0;
-  running = false;
-}
-
-export async function sweep(ctx: ReconcileContext): Promise<EventResult> {
-  const cursor = ctx.sweepCursor ?? new SweepCursor();
+/** One sweep tick, from `cursor` (a fresh cursor: from the beginning); its result says whether it finished a round. */
+export async function sweep(ctx: ReconcileContext, cursor: SweepCursor = new SweepCursor()): Promise<EventResult> {
   // One sweep at a time per process: two would share (and corrupt) the cursor. A tick that finds
   // one running has nothing to add; the running one goes on from where it is.
-  if (cursor.running) return { action: 'swept', reason: 'a sweep is already running in this process', outcomes: [] };
+  if (cursor.running) return { action: 'swept', reason: 'a sweep is already running in this process', outcomes: [], round: 'already-running' };
   cursor.running = true;
   try {
     return await sweepFromCursor(ctx, cursor);
@@ -98,12 +80,13 @@ async function sweepFromCursor(ctx: ReconcileContext, cursor: SweepCursor): Prom
     }
     if (cursor.skip >= page.items.length) advance(ctx, cursor, namespace, page.continueToken);
   } while (cursor.rounds === startRound && !overBudget());
-  const changed = outcomes.filter((o) => REPORTED.has(o.action));
+  const changed = outcomes.filter((o) => sweepReports(o.action));
   const done = cursor.rounds > startRound;
   return {
     action: 'swept',
     reason: `${pages} page(s), ${examined} objects examined, ${changed.filter((o) => o.action !== 'conflict').length} repaired${done ? '' : '; the next sweep goes on from here'}`,
     outcomes: changed,
+    round: done ? 'round-completed' : 'continues',
   };
 }
 

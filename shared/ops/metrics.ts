@@ -8,10 +8,10 @@
  * What each metric means, and how to read a bad day from them: docs/metrics.md.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { APISERVER_REF_TYPE_PREFIX, APISERVER_RESOURCE_TYPE_PREFIX, PING_TYPE } from './events.ts';
-import { KubeApiError } from './kube/errors.ts';
-import type { ServiceAction, ServiceOutcome } from './reconcile/context.ts';
-import type { FactCache } from './reconcile/fact-cache.ts';
+import { APISERVER_REF_TYPE_PREFIX, APISERVER_RESOURCE_TYPE_PREFIX, PING_TYPE } from '../model/events.ts';
+import type { KubeApiError } from '../kube/errors.ts';
+import { type KubeResource, type KubeVerb, kubeCodeLabel } from '../kube/middleware.ts';
+import { type EventAction, OUTCOMES, type ServiceOutcome, type SweepRound } from '../rules/outcome.ts';
 
 export const METRICS_PATH = '/metrics';
 export const METRIC_PREFIX = 'spark_exec_svc_';
@@ -30,7 +30,7 @@ export function eventTypeLabel(type: unknown): string {
 }
 
 /** An event's outcome: the headline of what was done (2xx), `rejected` (4xx) or `failed` (5xx). */
-export type EventOutcome = ServiceAction | 'swept' | 'rejected' | 'failed';
+export type EventOutcome = EventAction | 'rejected' | 'failed';
 
 /** Why a request was refused (4xx): a class, never the message. */
 export type RefusedReason =
@@ -45,18 +45,27 @@ export type RefusedReason =
  * How a sweep tick ended: a whole round over every watched namespace finished, it goes on next
  * time, it failed (5xx), or it found another sweep running in the process and did nothing.
  */
-export type SweepResult = 'round-completed' | 'continues' | 'failed' | 'already-running';
+export type SweepResult = SweepRound | 'failed';
 
-/** What the sweep writes; all but `deleted` (mostly cool-downs ending, as planned) mean an event was lost or a Service drifted. */
-const SWEEP_REPAIRS: ReadonlySet<string> = new Set(['created', 'patched', 'marked-gone', 'unmarked', 'deleted']);
-const SWEEP_LOST_EVENT_REPAIRS: ReadonlySet<string> = new Set(['created', 'patched', 'marked-gone', 'unmarked']);
 
-export type KubeVerb = 'get' | 'list' | 'create' | 'patch' | 'delete';
-export type KubeResource = 'pods' | 'services';
+
+interface CacheStats {
+  readonly size: number;
+  readonly bytes: number;
+  readonly evictions: number;
+}
+
+/** What the metrics read of the process's fact memory (shared/engine/memory.ts). */
+export interface FactMemoryStats {
+  readonly pods: CacheStats;
+  readonly services: CacheStats;
+  readonly claimants: CacheStats;
+  serviceCount(namespace: string): { readonly value: number } | undefined;
+}
 
 /** What the metrics read from the running process when scraped. */
 export interface MetricSources {
-  readonly facts: FactCache;
+  readonly facts: FactMemoryStats;
   readonly namespaces: readonly string[];
   readonly maxServicesPerNamespace: number;
   readonly inFlight?: () => number;
@@ -296,8 +305,9 @@ export class Metrics {
     if (result === 'already-running') return; // no run: neither a duration nor a verdict
     this.sweepDuration.observe(seconds);
     if (result === 'failed') return;
-    for (const outcome of outcomes) if (SWEEP_REPAIRS.has(outcome.action)) this.sweepRepairs.inc({ kind: outcome.action });
-    const repairing = outcomes.some((o) => SWEEP_LOST_EVENT_REPAIRS.has(o.action));
+    // What the sweep wrote; all but `deleted` (mostly cool-downs ending, as planned) mean an event was lost or a Service drifted.
+    for (const outcome of outcomes) if (OUTCOMES[outcome.action].changed) this.sweepRepairs.inc({ kind: outcome.action });
+    const repairing = outcomes.some((o) => OUTCOMES[o.action].lostEventRepair);
     (repairing ? this.sweepLastRepairing : this.sweepLastClean).set(this.now() / 1000);
   }
 
@@ -315,14 +325,6 @@ export class Metrics {
   summary(): { eventsHandled: number; eventsFailed: number; retries: number } {
     return { eventsHandled: this.eventsHandled, eventsFailed: this.eventsFailed, retries: this.retries };
   }
-}
-
-/** The `code` label of a failed API request: its HTTP status, or what stood in for an answer. */
-export function kubeCodeLabel(error: unknown): string {
-  if (!(error instanceof KubeApiError)) return 'error';
-  if (error.reason === 'InvalidResponse') return 'invalid-response';
-  if (error.status >= 100 && error.status <= 599) return String(error.status);
-  return error.reason === 'Timeout' ? 'timeout' : 'error';
 }
 
 export function newMetrics(options: MetricsOptions = {}): Metrics {

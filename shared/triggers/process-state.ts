@@ -1,5 +1,5 @@
-import { FactCache } from './fact-cache.ts';
-import { SweepCursor } from './sweep.ts';
+import { FactCache } from '../engine/memory.ts';
+import { SweepCursor } from './sweep-cursor.ts';
 
 /**
  * What one function process keeps between events: observed facts and the sweep's position.

@@ -5,14 +5,15 @@
  * for the slots whose Service changed under us. Events, Reference-mode deletes, driver ends and
  * the sweep all come through here.
  */
-import { type Action, type Facts, type Need, type Observation, type SlotFacts, type SlotKey, decide } from '../decide.ts';
+import { type Action, type Facts, type Need, type Observation, type SlotFacts, type SlotKey, decide } from '../rules/decide.ts';
 import { forEachPage } from '../kube/paging.ts';
-import { SPARK_APP_ID_LABEL, SPARK_EXECUTOR_ID_LABEL, SPARK_ROLE_EXECUTOR, SPARK_ROLE_LABEL } from '../labels.ts';
-import { executorServiceName } from '../naming.ts';
-import { OUR_SERVICES_SELECTOR, type ServiceFact, appServicesSelector, serviceFact } from '../service-spec.ts';
-import { type PodFact, podFact } from '../spark-pod.ts';
-import type { ReconcileContext, ServiceOutcome } from './context.ts';
-import { appCacheKey, podKey, slotCacheKey } from './fact-cache.ts';
+import { SPARK_APP_ID_LABEL, SPARK_EXECUTOR_ID_LABEL, SPARK_ROLE_EXECUTOR, SPARK_ROLE_LABEL } from '../model/labels.ts';
+import { executorServiceName } from '../model/naming.ts';
+import { OUR_SERVICES_SELECTOR, type ServiceFact, appServicesSelector, serviceFact } from '../model/service-spec.ts';
+import { type PodFact, podFact } from '../model/spark-pod.ts';
+import type { ServiceOutcome } from '../rules/outcome.ts';
+import type { ReconcileContext } from './context.ts';
+import { appCacheKey, podKey, slotCacheKey } from './memory.ts';
 
 /** Rounds of decide → read → decide per batch (a cold add takes four: its pods, its driver, the count, the create); a slot still undecided after them is a retryable failure (503). */
 const MAX_ROUNDS = 10;
