@@ -158,8 +158,7 @@ export function serviceProblems(svc: Obj | undefined, owed: Owed, check: Service
   if (owners.length !== 1 || o?.name !== owed.driver.name || o.uid !== owed.driver.uid || o.kind !== 'Pod' || o.apiVersion !== 'v1') {
     problems.push(`owners ${JSON.stringify(owners.map((x) => `${x.kind}/${x.name}/${x.uid}`))}, want Pod/${owed.driver.name}/${owed.driver.uid}`);
   }
-  const selector = svc.spec?.selector ?? {};
-  if (Object.keys(selector).length !== 2 || selector[APP] !== owed.appId || selector[EXEC] !== owed.execId) problems.push(`selector ${JSON.stringify(selector)}`);
+  if (!selectsExactly(svc.spec?.selector, owed.appId, owed.execId)) problems.push(`selector ${JSON.stringify(svc.spec?.selector)}`);
   if (svc.spec?.ports?.[0]?.['port'] !== owed.port) problems.push(`port ${String(svc.spec?.ports?.[0]?.['port'])}, the executor listens on ${owed.port}`);
   if (check.identity === true && (annotations[EXECUTOR_UID] !== owed.pod.metadata.uid || annotations[EXECUTOR_POD] !== owed.pod.metadata.name)) {
     problems.push(`records executor ${annotations[EXECUTOR_POD]}/${annotations[EXECUTOR_UID]}, not ${owed.pod.metadata.name}/${owed.pod.metadata.uid}`);
@@ -167,6 +166,10 @@ export function serviceProblems(svc: Obj | undefined, owed: Owed, check: Service
   if (check.shape === true) problems.push(...shapeProblems(svc, owed.appId, owed.execId, owed.port));
   return problems;
 }
+
+/** The selector is exactly {spark-app-selector, spark-exec-id} of the slot (a wider one would select other pods). */
+export const selectsExactly = (selector: Record<string, string> | undefined, appId: string, execId: string): boolean =>
+  selector !== undefined && Object.keys(selector).length === 2 && selector[APP] === appId && selector[EXEC] === execId;
 
 /** A ClusterIP with one TCP port named spark-block-manager on the executor's port, labelled as ours and with the slot. */
 export function shapeProblems(svc: Obj, appId: string, execId: string, port: number): string[] {

@@ -86,10 +86,10 @@ describe('poisoning what the function remembers', () => {
 });
 
 describe('a live executor’s Service marked gone: a slot’s pods listed before its Service was read', () => {
-  // Found by review, fixed: decide.ts:159 takes "the recorded executor is missing from a fresh list of the slot's pods" as proof it is gone, but
-  // "fresh" only means "read in this reconciliation": the list may predate the Service it is compared with (claimants listed in
-  // one round, the Service read in a later one — dispatch/reconcile read claimants first when no Service is known, and again a
-  // Service re-read after a 409/404 keeps the older list). An executor created between the two reads is marked gone while it runs.
+  // Found by review, fixed: "the recorded executor is missing from a fresh list of the slot's pods" was taken as proof it is
+  // gone, but "fresh" only meant "read in this reconciliation": the list could predate the Service it was compared with
+  // (claimants listed in one round, the Service read in a later one, or a Service re-read after a 409/404 compared with the
+  // older list). An executor created between the two reads was marked gone while it ran.
   it('a tenant deletes its pod claiming slot 2 while the victim’s executor 2 starts: its real delete event makes instance A mark the new executor’s Service', async () => {
     const s = await raceScene();
     const b = await audited({}, { emulator: s.h.emulator });
@@ -130,7 +130,7 @@ describe('a live executor’s Service marked gone: a slot’s pods listed before
     // A holds the stale Service in its cache: the mark patch gets 404, the Service is read again (held), and that read
     // returns the new run's Service, created by B meanwhile; the slot's pods were listed before it existed.
     const { reply, exec } = await raceSlotRead(s, b, { appId, execId: '1', driver: newDriver, name: 'nightly-etl-b-exec-1', trigger: () => s.h.send('delete', oldExec) });
-    // The new executor's own updates (to both instances) answer from remembered facts and the cool-down shortcut (decide.ts:283).
+    // The new executor's own updates (to both instances) answer from remembered facts (they agree with what the function last read).
     for (const to of [s.h, b]) await s.event('update', current(s.h, exec.metadata.name), to);
     s.check(`late delete of the old run's executor → ${reply.data?.action}; then updates of the new executor on A and B`);
   });

@@ -3,6 +3,11 @@
  * name), with the old run's end events late or lost and its finished driver pod kept. The new
  * run's executors get their own Services at their adds; nothing of the old run lands on them.
  */
+import { jsonLogger } from '../../shared/ops/log.ts';
+import { startHarness } from '../../testkit/harness.ts';
+import { EXECUTOR_UID, type Obj } from '../../testkit/oracle.ts';
+import { executorServiceName } from '../../shared/model/naming.ts';
+import { ENV as MODEL_ENV } from '../model/model-run.ts';
 import { describe, expect, it } from 'vitest';
 import { type PodBody, driverPod, executorPod } from '../../testkit/spark-pods.ts';
 import { NS, audited, useAudit } from '../support/audited.ts';
@@ -112,4 +117,35 @@ describe('a driver replaced by a new run with the same app id (same or another d
     }
     await s.noWrite('sweep', () => s.sweep());
   });
+});
+
+describe('found by the model: a new run reusing a custom app id', () => {
+  // At bcac0ef (before fd2322a) the add of a new run's executor in a slot reused from an earlier
+  // run was answered "verified: executor runs; Service is right" with zero API calls, from the
+  // process's remembered Service, executor and driver of the previous run (whose end events had
+  // been lost or had gone to the other instance): no Service until a sweep. The model finds it
+  // there with PROPERTY_SEED=20260505 PROPERTY_RUNS=1 (step 77: "nightly-etl-r10-exec-2 … its
+  // Service svc-nightly-etl-exec-2 is missing"); fixed since by reading the slot afresh.
+  for (const sameDriverName of [true, false]) {
+    it(`a new run reusing a custom app id (${sameDriverName ? 'same' : 'another'} driver pod name), the old run's end events lost: the new executor's add creates its Service`, async () => {
+      const h = await startHarness(MODEL_ENV, { logger: jsonLogger('error', () => undefined) });
+      try {
+        const slot = executorServiceName('nightly-etl', '1');
+        const d1 = h.createPod(driverPod({ namespace: NS, appId: 'nightly-etl', name: 'nightly-etl-driver' }));
+        const e1 = h.createPod(executorPod({ namespace: NS, appId: 'nightly-etl', execId: '1', name: 'nightly-etl-r1-exec-1', driver: { name: d1.metadata.name, uid: d1.metadata.uid! } }));
+        expect((await h.send('add', e1)).type).toBe('spark-exec-svc.service.created');
+        h.emulator.deleteObject('pods', NS, d1.metadata.name); // GC takes e1 and its Service; these events are lost
+        expect(h.emulator.getObject('services', NS, slot)).toBeUndefined();
+        const d2 = h.createPod(driverPod({ namespace: NS, appId: 'nightly-etl', name: sameDriverName ? 'nightly-etl-driver' : 'nightly-etl-driver-2' }));
+        const e2 = h.createPod(executorPod({ namespace: NS, appId: 'nightly-etl', execId: '1', name: 'nightly-etl-r2-exec-1', driver: { name: d2.metadata.name, uid: d2.metadata.uid! } }));
+        const reply = await h.send('add', e2);
+        expect(reply.type, JSON.stringify(reply.data)).toBe('spark-exec-svc.service.created');
+        const svc = h.emulator.getObject('services', NS, slot) as unknown as Obj | undefined;
+        expect(svc?.metadata.annotations?.[EXECUTOR_UID]).toBe(e2.metadata.uid);
+        expect(svc?.metadata.ownerReferences?.map((o) => o.uid)).toEqual([d2.metadata.uid]);
+      } finally {
+        await h.close();
+      }
+    });
+  }
 });

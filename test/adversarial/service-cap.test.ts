@@ -30,10 +30,10 @@ describe('bounds: MAX_SERVICES_PER_NAMESPACE', () => {
 });
 
 describe('MAX_SERVICES_PER_NAMESPACE counted from stale numbers', () => {
-  // Found by review, fixed: the count of our Services is remembered for 60 s (reconcile.ts:24, 384-389) and only our own creates/deletes adjust
-  // it (reconcile.ts:111, 131); Services removed by garbage collection (a driver deleted) or by another instance are still
-  // counted, so a new executor's add is answered "skipped" (final, 200: not redelivered) although the namespace is far
-  // below the cap. It has no Service until the next sweep.
+  // Found by review, fixed: the count of our Services was remembered for 60 s and adjusted only by the process's own
+  // creates and deletes; Services removed by garbage collection (a driver deleted) or by another instance were still
+  // counted, so a new executor's add was answered "skipped" (final, 200: not redelivered) although the namespace was far
+  // below the cap, and it had no Service until the next sweep.
   it('cap 3: an app with 3 Services ends (driver deleted, GC), a new app’s executor starts within 60 s: skipped at the cap with 0 Services', async () => {
     const s = await raceScene({ MAX_SERVICES_PER_NAMESPACE: '3' });
     const a = sparkAppId(1301);

@@ -94,12 +94,12 @@ describe('sweeps racing with changes', () => {
   });
 });
 
-describe('MAX_SERVICES_PER_NAMESPACE counted from stale numbers', () => {
-  // Found by review, fixed: sweep.ts:41 uses the one process-wide SweepCursor for every sweep, and two overlapping sweeps on one instance
-  // (a slow sweep and its redelivery, or the next tick while one runs) mutate it concurrently: both add their first page to
-  // `counted` (sweep.ts:63), one advances the pass while the other then adds its `skip` to the new pass and advances again
-  // (sweep.ts:80-83); the executors page is then decided as a page of Services (sweep.ts:70-71: nothing), so an executor whose
-  // add was lost is not repaired, and the count handed to the cap (sweep.ts:109) is the number of executor pods.
+describe('overlapping sweeps on one instance', () => {
+  // Found by review, fixed: every sweep of a process used one process-wide cursor, and two overlapping sweeps on one instance
+  // (a slow sweep and its redelivery, or the next tick while one runs) changed it concurrently: both added their first page
+  // to the pass's count, one advanced the pass while the other then added its page to the new pass and advanced again; the
+  // executors page was then decided as a page of Services (nothing), so an executor whose add was lost was not repaired,
+  // and the count handed to the cap was the number of executor pods.
   it('two overlapping sweeps on one instance: an executor whose add was lost gets no Service, and the cap then counts pods', async () => {
     const s = await raceScene({ MAX_SERVICES_PER_NAMESPACE: '5' });
     const appId = sparkAppId(1311);
@@ -145,10 +145,10 @@ describe('control for the overlapping sweeps', () => {
 });
 
 describe('the sweep’s continue pages are old snapshots, taken as fresh', () => {
-  // Found by review, fixed: sweep.ts:53 continues a pass with the page token saved by the previous sweep; the API server serves that page
-  // from the snapshot of the pass's first page (minutes old), and sweep.ts:130 hands its pods to reconcileSlots as `read`
-  // (fresh, at: now). A pod that ran then is "read now, running": a correctly marked Service of an executor gone since is
-  // unmarked (decide.ts:290-294; evidence older than the mark), restarting its cool-down until the next pass marks it again.
+  // Found by review, fixed: a sweep continued its pass with the page token saved by the previous sweep; the API server serves
+  // that page from the snapshot of the pass's first page (minutes old), and its pods were taken as read now. A pod that ran
+  // then was "read now, running": a correctly marked Service of an executor gone since was unmarked (evidence older than
+  // the mark), restarting its cool-down until the next pass marked it again.
   it('an executor listed on a page the next sweep continues: gone and marked in between, the sweep unmarks its Service', async () => {
     const s = await raceScene({ SWEEP_PAGE_SIZE: '1', SWEEP_DEADLINE_MS: '1000' });
     const appId = sparkAppId(1401);

@@ -133,11 +133,11 @@ describe('a tenant who creates pods claiming the victim’s executor slots', () 
 describe('a live executor’s Service with the wrong port: a permanent squat', () => {
   // Found by review, fixed: a tenant pod copying the victim driver's owner reference (name + UID, readable by anyone who lists pods) and
   // claiming the next exec id with its own port annotation gets the slot's Service made for it, owned by the victim's driver
-  // (decide.ts:226-253: the owner runs and opted in). When the genuine executor starts, its add is a "conflict" (two claimants,
-  // decide.ts:243-246) and nothing is written; once the copy is gone the slot stays a "conflict" for good (decide.ts:305-313:
-  // a running pod with the same driver carries the labels, "so the Service stays"): the Service keeps the copy's port
-  // and identity, and the live executor's block manager is unreachable through it. The trust model calls a squat harmless
-  // because "the squatting Service still selects the real executor by labels" — not on another port.
+  // (create: the owner runs and opted in). When the genuine executor starts, its add finds two claimants ("conflict") and
+  // nothing is written; once the copy was gone the slot stayed a "conflict" for good (a running pod with the same driver
+  // carries the labels, "so the Service stays"): the Service kept the copy's port and identity, and the live executor's
+  // block manager was unreachable through it. The trust model calls a squat harmless because "the squatting Service still
+  // selects the real executor by labels" — not on another port.
   it('a copy owned by the victim’s driver with port 9999 takes slot 2 first: once the copy is gone its Service is marked (it cannot reach the real executor), and after the cool-down the real executor gets its own', async () => {
     let now = new Date('2026-12-03T12:00:00Z');
     const s = await raceScene({ COOLDOWN_SECONDS: '60' }, { now: () => now });
