@@ -25,7 +25,7 @@ import { startEmulator } from '../../../packages/kube-emulator/index.ts';
 import type { KubeEmulator } from '../../../packages/kube-emulator/index.ts';
 
 export const execFileAsync = promisify(execFile);
-export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 export const DIR = 'knative/dataplane-check';
 export const SCRIPT = path.join(ROOT, DIR, 'dataplane-check.sh');
 export const SCRIPT_TEXT = readFileSync(SCRIPT, 'utf8');

@@ -27,7 +27,7 @@ import { PodMonitor } from '@kubernetes-models/prometheus-operator/monitoring.co
 import { PrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule';
 
 export const execFileAsync = promisify(execFile);
-export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
 // ---------------------------------------------------------------------------
 // The names the manifests must agree on.
