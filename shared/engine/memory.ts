@@ -1,6 +1,9 @@
 import { BoundedLru, estimateBytes } from '../ops/bounded-lru.ts';
 import type { ServiceFact } from '../model/service-spec.ts';
 import type { PodFact } from '../model/spark-pod.ts';
+import { ServiceCounts } from './service-count.ts';
+import { SingleFlight } from './single-flight.ts';
+import { SlotLocks } from './slot-locks.ts';
 
 /**
  * What one function process remembers between events: facts it read and its own writes, each
@@ -26,6 +29,12 @@ const ENDED_PEER_APPS = 1024;
 
 const sized = <T>(key: string, value: Remembered<T>): number => 64 + 2 * key.length + estimateBytes(value.value);
 
+/**
+ * The process's memory: the facts above (the rules read them), and beside them the registers of
+ * work under way that events of this process share — the service count and its reservations,
+ * the reads in flight, the slots being decided. Those registers hold no fact and no decision:
+ * they only make concurrent events share reads and wait for each other.
+ */
 export class FactCache {
   /** Pods seen existing, by namespace/name. */
   readonly pods: BoundedLru<Remembered<PodFact>>;
@@ -38,22 +47,14 @@ export class FactCache {
    * by namespace/app, and when: only chooses how widely the next ended executor's event reads.
    */
   readonly endedPeers: BoundedLru<Remembered<number>>;
-  /** How many Services of ours each namespace holds, as last counted and then kept up to date by our own writes. */
-  private readonly counts = new Map<string, Remembered<number>>();
-  /** Creates decided and not yet settled, by namespace: counted toward the cap by every decision meanwhile. */
-  private readonly creating = new Map<string, number>();
+  /** How many Services of ours each namespace holds, with the creates under way (shared/engine/service-count.ts). */
+  readonly counts = new ServiceCounts();
   /** Pod reads under way, by namespace/name: concurrent events share one read (a scale-up names one driver many times). */
-  readonly podReads = new Map<string, { readonly startedAt: number; readonly read: Promise<PodFact | 'absent'> }>();
-  /** Counts of our Services under way, by namespace: concurrent creates share one. */
-  readonly countReads = new Map<string, Promise<number>>();
-  /**
-   * Slots events of this process are deciding now, by namespace/app/exec, each with when those
-   * events finish: a later event for the slot waits for them (and then finds their writes
-   * remembered), and a claimant window leaves the slot to them, instead of racing to one create.
-   */
-  readonly slotsUnderWay = new Map<string, Set<Promise<void>>>();
+  readonly podReads = new SingleFlight<string, PodFact | 'absent'>();
   /** Lists of an application's executor pods under way, by namespace/app, with the exec ids each covers. */
-  readonly claimantReads = new Map<string, { readonly ids: ReadonlySet<string>; readonly startedAt: number; readonly done: Promise<unknown> }>();
+  readonly claimantReads = new SingleFlight<string, void, ReadonlySet<string>>();
+  /** Slots events of this process are deciding now (shared/engine/slot-locks.ts). */
+  readonly slotsUnderWay = new SlotLocks();
 
   constructor(limits: FactCacheLimits = DEFAULT_FACT_CACHE_LIMITS) {
     this.pods = new BoundedLru(limits.entries, limits.bytes, sized);
@@ -62,29 +63,21 @@ export class FactCache {
     this.endedPeers = new BoundedLru(ENDED_PEER_APPS, Number.POSITIVE_INFINITY, (key) => 64 + 2 * key.length);
   }
 
+  /** Counts of our Services under way, by namespace. */
+  get countReads(): SingleFlight<string, number> {
+    return this.counts.reads;
+  }
+
   serviceCount(namespace: string): Remembered<number> | undefined {
     return this.counts.get(namespace);
   }
 
-  /** Namespaces are few (WATCH_NAMESPACES), so this map is bounded by the configuration. */
   setServiceCount(namespace: string, count: number, at: number): void {
-    this.counts.set(namespace, { value: count, at });
-  }
-
-  /** Concurrent decisions each count what the others are about to create (they share one count). */
-  reserveCreates(namespace: string, delta: number): void {
-    const left = (this.creating.get(namespace) ?? 0) + delta;
-    if (left > 0) this.creating.set(namespace, left);
-    else this.creating.delete(namespace);
+    this.counts.set(namespace, count, at);
   }
 
   createsUnderWay(namespace: string): number {
-    return this.creating.get(namespace) ?? 0;
-  }
-
-  adjustServiceCount(namespace: string, delta: number): void {
-    const known = this.counts.get(namespace);
-    if (known !== undefined) this.counts.set(namespace, { value: Math.max(0, known.value + delta), at: known.at });
+    return this.counts.underWay(namespace);
   }
 
   stats(): { entries: number; bytes: number; evictions: number } {

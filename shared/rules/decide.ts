@@ -25,23 +25,12 @@ import {
   shapePatch,
 } from '../model/service-spec.ts';
 import type { PodFact, PodRef } from '../model/spark-pod.ts';
+import { type Observation, readAfter } from './observation.ts';
 import type { ReportOutcome } from './outcome.ts';
 
-export type { ReportOutcome } from './outcome.ts';
+export type { Observation } from './observation.ts';
 
-/** A fact and where it came from. `at` is when it was read (epoch ms). */
-export interface Observation<T> {
-  readonly value: T;
-  readonly at: number;
-  /** Read during this reconciliation (not remembered from an earlier one). */
-  readonly fresh: boolean;
-  /**
-   * Where the read stands among this reconciliation's reads (0 = before all of them): a read
-   * that began before a Service was read cannot prove anything gone about it — the executor it
-   * records may have started after that read.
-   */
-  readonly order: number;
-}
+export type { ReportOutcome } from './outcome.ts';
 
 /** One executor slot: an application's executor id. Its Service's name follows from it. */
 export interface SlotKey {
@@ -152,7 +141,7 @@ function podState(facts: Facts, ref: PodRef, after = 0): PodState {
   if (seen === undefined) return { state: 'unknown', need: { kind: 'pod', name: ref.name } };
   const pod = seen.value;
   if (pod !== 'absent' && pod.uid === ref.uid && !pod.terminal) return { state: 'alive', fact: pod, at: seen.at, fresh: seen.fresh, order: seen.order };
-  if (!seen.fresh || seen.order <= after) return { state: 'unknown', need: { kind: 'pod', name: ref.name } };
+  if (!readAfter(seen, after)) return { state: 'unknown', need: { kind: 'pod', name: ref.name } };
   return { state: 'gone', how: pod === 'absent' ? 'absent' : pod.uid !== ref.uid ? 'replaced' : 'terminal' };
 }
 
@@ -164,13 +153,13 @@ function podState(facts: Facts, ref: PodRef, after = 0): PodState {
 function recordedExecutorState(facts: Facts, slot: SlotFacts, executor: PodRef, after: number): PodState {
   const carriesLabels = (pod: PodFact): boolean => pod.appId === slot.appId && pod.execId === slot.execId;
   const seen = facts.pods.get(executor.name);
-  if (seen?.fresh === true && seen.order > after) {
+  if (readAfter(seen, after)) {
     const state = podState(facts, executor, after);
     return state.state === 'alive' && !carriesLabels(state.fact) ? { state: 'gone', how: 'unlabelled' } : state;
   }
   const claimants = slot.claimants;
-  const listedAfter = claimants?.fresh === true && claimants.order > after;
-  if (listedAfter && !claimants.value.includes(executor.name)) return { state: 'gone', how: 'unlabelled' };
+  const listedAfter = readAfter(claimants, after);
+  if (listedAfter && claimants !== undefined && !claimants.value.includes(executor.name)) return { state: 'gone', how: 'unlabelled' };
   const byName = podState(facts, executor, after);
   if (byName.state === 'alive' && !carriesLabels(byName.fact)) return { state: 'unknown', need: { kind: 'pod', name: executor.name } };
   if (byName.state !== 'unknown' || listedAfter) return byName;
@@ -308,7 +297,7 @@ function decideSlot(facts: Facts, slot: SlotFacts, rules: Rules, now: number): S
   if (recorded.state === 'alive') {
     // Evidence older than the mark cannot overrule it: the mark was put on a fresh read. Only a
     // read begun after this Service was read, or one begun after the mark was written, can.
-    const readAfterService = recorded.fresh && recorded.order > after;
+    const readAfterService = readAfter(recorded, after);
     const markStands = markedAt !== undefined && !readAfterService && !(recorded.at > markedAt);
     if (markStands) return { needs: [{ kind: 'pod', name: identity.executor.name }] };
     return upkeep(facts, slot, service, identity, recorded);
@@ -318,7 +307,7 @@ function decideSlot(facts: Facts, slot: SlotFacts, rules: Rules, now: number): S
   // also need a fresh, complete list of the slot's pods: a running pod with the same driver
   // (only a tenant's copy can be one: Spark never reuses an executor id) still uses it.
   const claimants = slot.claimants;
-  if (claimants === undefined || !claimants.fresh || claimants.order <= after) return { needs: [{ kind: 'claimants', slot }] };
+  if (claimants === undefined || !readAfter(claimants, after)) return { needs: [{ kind: 'claimants', slot }] };
   const live = liveClaimants(facts, slot);
   if ('need' in live) return { needs: live.need };
   // Only a copy that the Service still reaches keeps it: same driver, and its port is the
@@ -392,7 +381,7 @@ function ownerless(facts: Facts, slot: SlotFacts, service: ServiceFact, sameSlot
     if (recorded.state === 'unknown') return { needs: [recorded.need] };
     if (recorded.state === 'alive') return report('conflict', `no owner, but its executor ${service.executor.name} runs; left untouched`);
   }
-  if (slot.claimants === undefined || !slot.claimants.fresh || slot.claimants.order <= after) return { needs: [{ kind: 'claimants', slot }] };
+  if (!readAfter(slot.claimants, after)) return { needs: [{ kind: 'claimants', slot }] };
   const live = liveClaimants(facts, slot);
   if ('need' in live) return { needs: live.need };
   if (live.length > 0) return report('conflict', `no owner, but pod(s) ${live.map((c) => c.pod.name).join(', ')} carry its labels; left untouched`);

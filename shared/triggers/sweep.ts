@@ -17,6 +17,7 @@ import { OUR_SERVICES_SELECTOR, serviceFact } from '../model/service-spec.ts';
 import { type PodFact, podFact } from '../model/spark-pod.ts';
 import type { ReconcileContext } from '../engine/context.ts';
 import { FactsKeptChangingError, reconcileServices, reconcileSlots } from '../engine/reconcile.ts';
+import { LOOK_AFRESH } from '../rules/plan.ts';
 import { type EventResult, type ServiceOutcome, sweepReports } from '../rules/outcome.ts';
 import { type Pass, SweepCursor } from './sweep-cursor.ts';
 
@@ -126,5 +127,5 @@ async function reconcileExecutorPage(ctx: ReconcileContext, namespace: string, p
   if (slots.length === 0) return [];
   // A continued page comes from the list snapshot of the sweep's first page, possibly minutes old:
   // its pods are hints (what to look at), and each slot's pods are listed afresh.
-  return reconcileSlots(ctx, { namespace, slots, hintPods: facts, readServicesFirst: true });
+  return reconcileSlots(ctx, { namespace, slots, hintPods: facts, look: { ...LOOK_AFRESH, readServicesFirst: true } });
 }

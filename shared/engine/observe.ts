@@ -1,0 +1,341 @@
+/**
+ * The facts of one request (what FactView is): fresh reads, plus the remembered facts the
+ * request's plan trusts, each stamped with when it was observed and where its read stands
+ * (shared/rules/observation.ts). It carries out the rule book's needs: Services and claimant
+ * lists batched per application, pods one by one, the count once; reads shared with other events
+ * through the process's single-flight registers. It decides nothing.
+ */
+import { forEachPage } from '../kube/paging.ts';
+import { SPARK_APP_ID_LABEL, SPARK_EXECUTOR_ID_LABEL, SPARK_ROLE_EXECUTOR, SPARK_ROLE_LABEL } from '../model/labels.ts';
+import { executorServiceName } from '../model/naming.ts';
+import { OUR_SERVICES_SELECTOR, type ServiceFact, appServicesSelector, serviceFact } from '../model/service-spec.ts';
+import { type PodFact, podFact } from '../model/spark-pod.ts';
+import type { Facts, Need, SlotFacts, SlotKey } from '../rules/decide.ts';
+import { type Observation, ReadOrder, remembered, sharedReadIsFresh } from '../rules/observation.ts';
+import { LOOK_AFRESH, type Look } from '../rules/plan.ts';
+import type { ReconcileContext } from './context.ts';
+import { appCacheKey, podKey, slotCacheKey } from './memory.ts';
+import { chunks, inParallel } from './parallel.ts';
+import type { ReconcileRequest } from './request.ts';
+
+/** API requests one batch runs at once. */
+export const CONCURRENCY = 8;
+/** Slot ids per list call (`spark-exec-id in (…)`), keeping the URL short. */
+const IDS_PER_LIST = 100;
+/** More Services of one application than this are listed by label, fewer read by name. */
+const GET_AT_MOST = 2;
+
+export const slotKey = (slot: SlotKey): string => `${slot.appId}\u0000${slot.execId}`;
+
+export class FactView {
+  readonly namespace: string;
+  private readonly ctx: ReconcileContext;
+  private readonly look: Look;
+  private readonly pods = new Map<string, Observation<PodFact | 'absent'>>();
+  private readonly services = new Map<string, Observation<ServiceFact | 'absent'>>();
+  private readonly claimants = new Map<string, Observation<readonly string[]>>();
+  private count: Observation<number> | undefined;
+  /** When the count this view uses began (the process's count entry of that epoch). */
+  private countEpoch: number | undefined;
+  private windowOpened = false;
+  /** Slots of a claimant window (beyond the requested ones) that a listed pod claims, not yet handed out. */
+  private claimedWindowSlots: SlotKey[] = [];
+  private readonly order = new ReadOrder();
+
+  constructor(ctx: ReconcileContext, request: ReconcileRequest) {
+    this.ctx = ctx;
+    this.look = request.look ?? LOOK_AFRESH;
+    this.namespace = request.namespace;
+    const at = this.now();
+    // The caller read its pods before its Services (Reference mode: the pod, then the Services
+    // naming it); pods given only as hints (a sweep page, possibly from an old snapshot) count as
+    // remembered from long ago: they may justify nothing but a read.
+    for (const pod of request.read?.pods ?? []) {
+      if ('absent' in pod) this.pods.set(pod.absent, { value: 'absent', at, fresh: true, order: this.order.next() });
+      else this.notePod(pod, at, this.order.next());
+    }
+    for (const pod of request.hintPods ?? []) this.pods.set(pod.name, remembered(pod, 0));
+    for (const { slot, service } of request.read?.services ?? []) {
+      this.services.set(slotKey(slot), { value: service, at, fresh: true, order: this.order.next() });
+      if (service !== 'absent') this.cacheService(slot, service, at);
+    }
+  }
+
+  private now(): number {
+    return this.ctx.now().getTime();
+  }
+
+  private serviceKey(slot: SlotKey): string {
+    return podKey(this.namespace, executorServiceName(slot.appId, slot.execId));
+  }
+
+  facts(slots: readonly SlotKey[]): Facts {
+    const { trust } = this.look;
+    const slotFacts: SlotFacts[] = slots.map((slot) => {
+      const key = slotKey(slot);
+      let service = this.services.get(key);
+      if (service === undefined && trust.services) {
+        const cached = this.ctx.facts.services.get(this.serviceKey(slot));
+        if (cached !== undefined) {
+          // Kept for the rest of this view, and ordered as if read now: other events refresh the
+          // cache meanwhile, and a version taken later must not count as read before this view's
+          // earlier lists (a "gone" read before a Service proves nothing about it). A newer version
+          // than the one kept makes the write's precondition fail: then it is read afresh.
+          service = { value: cached.value, at: cached.at, fresh: false, order: this.order.next() };
+          this.services.set(key, service);
+        }
+      }
+      let claimants = this.claimants.get(key);
+      const trusted = claimants === undefined ? trust.claimantsOf.find((t) => t.slot.appId === slot.appId && t.slot.execId === slot.execId) : undefined;
+      if (trusted !== undefined) {
+        const cached = this.ctx.facts.claimants.get(slotCacheKey(this.namespace, slot.appId, slot.execId));
+        if (cached !== undefined && cached.value.includes(trusted.naming)) {
+          claimants = remembered(cached.value, cached.at);
+          for (const name of cached.value) this.rememberedPod(name);
+        }
+      }
+      return { appId: slot.appId, execId: slot.execId, service, claimants };
+    });
+    // Owners and recorded executors the rules will look up by name.
+    for (const slot of slotFacts) {
+      const service = slot.service?.value;
+      if (service !== undefined && service !== 'absent') {
+        if (service.owner !== undefined) this.rememberedPod(service.owner.name);
+        if (typeof service.identity === 'object') this.rememberedPod(service.identity.executor.name);
+      }
+      for (const name of slot.claimants?.value ?? []) {
+        const owner = this.pods.get(name)?.value;
+        if (owner !== undefined && owner !== 'absent' && owner.controllerPod !== undefined) this.rememberedPod(owner.controllerPod.name);
+      }
+    }
+    const count = this.count === undefined ? undefined : this.ctx.facts.counts.now(this.namespace, this.count, this.countEpoch);
+    return { namespace: this.namespace, pods: this.pods, slots: slotFacts, ourServiceCount: count };
+  }
+
+  /** Puts a remembered pod into view when the plan trusts it and no read of this request knows better. */
+  private rememberedPod(name: string): void {
+    const pods = this.look.trust.pods;
+    if (this.pods.has(name) || !pods.remembered || pods.except.includes(name)) return;
+    const cached = this.ctx.facts.pods.get(podKey(this.namespace, name));
+    if (cached !== undefined) this.pods.set(name, remembered(cached.value, cached.at));
+  }
+
+  /** Executors that fresh Services of this view record as gone while a hint pod shows them running. */
+  markedButHintedRunning(): string[] {
+    const names: string[] = [];
+    for (const seen of this.services.values()) {
+      const service = seen.value;
+      if (!seen.fresh || service === 'absent' || service.goneAt === undefined || typeof service.identity !== 'object') continue;
+      const { name, uid } = service.identity.executor;
+      const hinted = this.pods.get(name);
+      if (hinted !== undefined && !hinted.fresh && hinted.value !== 'absent' && hinted.value.uid === uid && !hinted.value.terminal) names.push(name);
+    }
+    return names;
+  }
+
+  takeClaimedWindowSlots(): SlotKey[] {
+    return this.claimedWindowSlots.splice(0);
+  }
+
+  // ---- own writes (apply.ts): what this process wrote is what it remembers
+
+  forgetService(slot: SlotKey): void {
+    this.services.delete(slotKey(slot));
+    this.ctx.facts.services.delete(this.serviceKey(slot));
+  }
+
+  /** Our own delete just succeeded: nothing of that name is left. */
+  noteServiceAbsent(slot: SlotKey): void {
+    this.services.set(slotKey(slot), { value: 'absent', at: this.now(), fresh: true, order: this.order.next() });
+  }
+
+  rememberService(slot: SlotKey, service: ServiceFact): void {
+    const at = this.now();
+    this.services.set(slotKey(slot), { value: service, at, fresh: true, order: this.order.next() });
+    this.cacheService(slot, service, at);
+  }
+
+  private cacheService(slot: SlotKey, service: ServiceFact, at: number): void {
+    if (service.identity !== undefined) this.ctx.facts.services.set(this.serviceKey(slot), { value: service, at });
+  }
+
+  private notePod(pod: PodFact, at: number, order: number): void {
+    this.pods.set(pod.name, { value: pod, at, fresh: true, order });
+    this.ctx.facts.pods.set(podKey(this.namespace, pod.name), { value: pod, at });
+  }
+
+  // ---- reads
+
+  /** Reads what the decision needs: Services and claimants batched per application, pods one by one. */
+  async read(needs: readonly Need[], forceGet: readonly SlotKey[]): Promise<void> {
+    this.order.beginRound(this.now());
+    const byName = new Set(forceGet.map(slotKey));
+    const serviceSlots = needs.flatMap((n) => (n.kind === 'service' ? [n.slot] : []));
+    const claimantSlots = needs.flatMap((n) => (n.kind === 'claimants' ? [n.slot] : []));
+    const podNames = [...new Set(needs.flatMap((n) => (n.kind === 'pod' ? [n.name] : [])))];
+    const tasks: Array<() => Promise<void>> = [];
+    for (const [appId, slots] of groupByApp(serviceSlots)) {
+      const listed = slots.filter((s) => !byName.has(slotKey(s)));
+      if (listed.length > GET_AT_MOST) {
+        for (const chunk of chunks(listed, IDS_PER_LIST)) tasks.push(() => this.listServices(appId, chunk));
+        for (const slot of slots.filter((s) => byName.has(slotKey(s)))) tasks.push(() => this.getService(slot));
+      } else for (const slot of slots) tasks.push(() => this.getService(slot));
+    }
+    for (const [appId, slots] of groupByApp(claimantSlots)) {
+      for (const chunk of chunks(slots, IDS_PER_LIST)) tasks.push(() => this.listClaimants(appId, chunk));
+    }
+    for (const name of podNames) tasks.push(() => this.getPod(name));
+    if (needs.some((n) => n.kind === 'service-count')) tasks.push(() => this.countServices());
+    await inParallel(tasks, CONCURRENCY, (task) => task());
+  }
+
+  private async getService(slot: SlotKey): Promise<void> {
+    const name = executorServiceName(slot.appId, slot.execId);
+    const read = await this.ctx.client.readService(this.namespace, name);
+    const fact = read === undefined ? undefined : serviceFact(read);
+    const at = this.now();
+    this.services.set(slotKey(slot), { value: fact ?? 'absent', at, fresh: true, order: this.order.next() });
+    if (fact !== undefined) this.cacheService(slot, fact, at);
+    else this.ctx.facts.services.delete(podKey(this.namespace, name));
+  }
+
+  private async listServices(appId: string, slots: readonly SlotKey[]): Promise<void> {
+    const found = new Map<string, ServiceFact>();
+    await forEachPage(
+      (token) => this.ctx.client.listServices(this.namespace, appServicesSelector(appId, slots.map((s) => s.execId)), this.ctx.config.sweepPageSize, token),
+      (items) => {
+        for (const item of items) {
+          const fact = serviceFact(item);
+          if (fact !== undefined) found.set(fact.name, fact);
+        }
+      },
+    );
+    const at = this.now();
+    for (const slot of slots) {
+      // The list finds Services by our labels only; one of this name without them is seen on create (409) and then read by name.
+      const fact = found.get(executorServiceName(slot.appId, slot.execId));
+      this.services.set(slotKey(slot), { value: fact ?? 'absent', at, fresh: true, order: this.order.next() });
+      if (fact !== undefined) this.cacheService(slot, fact, at);
+    }
+  }
+
+  /** One list of every executor pod of the app with these ids (and the window after them): complete for each id. */
+  private async listClaimants(appId: string, slots: readonly SlotKey[]): Promise<void> {
+    // Adds that arrive together (a scale-up) wait for one list that covers them; its answers
+    // count as remembered (they may predate this round), which is enough to create.
+    const readKey = appCacheKey(this.namespace, appId);
+    const shared = this.ctx.facts.claimantReads.get(readKey);
+    // An event that says an executor ended lists its slots itself: a list begun earlier may predate the end.
+    if (shared !== undefined && this.look.shareLists && slots.every((s) => shared.meta.has(s.execId))) {
+      await shared.result.catch(() => undefined);
+      const remaining = slots.filter((slot) => {
+        const cached = this.ctx.facts.claimants.get(slotCacheKey(this.namespace, slot.appId, slot.execId));
+        if (cached === undefined) return true;
+        this.claimants.set(slotKey(slot), remembered(cached.value, shared.startedAt));
+        for (const name of cached.value) {
+          const pod = this.ctx.facts.pods.get(podKey(this.namespace, name));
+          if (pod !== undefined && !this.pods.has(name)) this.pods.set(name, remembered(pod.value, shared.startedAt));
+        }
+        return false;
+      });
+      if (remaining.length === 0) return;
+      slots = remaining;
+    }
+    const ids = new Set(slots.map((s) => s.execId));
+    const requested = new Set(ids);
+    // The window once per view: a slot listed again (its Service read after the first list) does
+    // not open another window, which would chain list after list across an application.
+    const window = this.windowOpened ? 0 : this.look.claimantWindow;
+    if (window > 0 && slots.length === 1) {
+      this.windowOpened = true;
+      const first = BigInt(slots[0]!.execId);
+      for (let i = 1n; i <= BigInt(window); i++) ids.add((first + i).toString());
+    }
+    await this.ctx.facts.claimantReads.start(readKey, this.now(), ids, () => this.listClaimantIds(appId, ids, requested)).result;
+  }
+
+  private async listClaimantIds(appId: string, ids: ReadonlySet<string>, requested: ReadonlySet<string>): Promise<void> {
+    const selector = `${SPARK_APP_ID_LABEL}=${appId},${SPARK_ROLE_LABEL}=${SPARK_ROLE_EXECUTOR},${SPARK_EXECUTOR_ID_LABEL} in (${[...ids].join(',')})`;
+    const byExec = new Map<string, string[]>([...ids].map((id) => [id, []]));
+    const order = this.order.next();
+    // What a list shows held at some moment after it began: that moment is all it proves.
+    const at = this.now();
+    await forEachPage(
+      (token) => this.ctx.client.listPods(this.namespace, selector, this.ctx.config.sweepPageSize, token),
+      (items) => {
+        for (const item of items) {
+          const fact = podFact(item, this.ctx.config.defaultBlockManagerPort);
+          if (fact?.execId === undefined) continue;
+          this.notePod(fact, at, order);
+          byExec.get(fact.execId)?.push(fact.name);
+        }
+      },
+    );
+    for (const [execId, names] of byExec) {
+      this.claimants.set(slotKey({ appId, execId }), { value: names, at, fresh: true, order });
+      // An empty list is a negative fact: never remembered.
+      if (names.length > 0) this.ctx.facts.claimants.set(slotCacheKey(this.namespace, appId, execId), { value: names, at });
+      else this.ctx.facts.claimants.delete(slotCacheKey(this.namespace, appId, execId));
+      if (names.length > 0 && !requested.has(execId)) this.claimedWindowSlots.push({ appId, execId });
+    }
+  }
+
+  private async getPod(name: string): Promise<void> {
+    // Concurrent events share one read of a pod (a scale-up names one driver many times). A read
+    // that began before this round may predate the facts it would be compared with, so its
+    // answer counts as remembered, not fresh: good for "runs", never for "gone".
+    const key = podKey(this.namespace, name);
+    const shared = this.ctx.facts.podReads.get(key);
+    // Our own read is ordered at its start; a shared one at the round's start.
+    const order = shared === undefined ? this.order.next() : this.order.roundStamp;
+    const { entry } = this.ctx.facts.podReads.join(key, this.now(), undefined, () =>
+      this.ctx.client.readPod(this.namespace, name).then((pod) => (pod === undefined ? 'absent' : (podFact(pod, this.ctx.config.defaultBlockManagerPort) ?? 'absent'))),
+    );
+    const value = await entry.result;
+    const fresh = shared === undefined || sharedReadIsFresh(entry.startedAt, this.order.roundStart);
+    // A read shows what held at some moment after it began.
+    const at = entry.startedAt;
+    this.pods.set(name, { value, at, fresh, order: fresh ? order : 0 });
+    if (value !== 'absent') this.ctx.facts.pods.set(key, { value, at });
+    else if (fresh) this.ctx.facts.pods.delete(key);
+  }
+
+  /**
+   * A count remembered for up to a minute (kept current by our own creates and deletes) unless the
+   * decision asks again: it does when the remembered count says the cap is reached, because
+   * garbage collection and other instances change the count without telling this process.
+   */
+  private async countServices(): Promise<void> {
+    const counts = this.ctx.facts.counts;
+    const known = this.count === undefined ? counts.remembered(this.namespace, this.now()) : undefined;
+    if (known !== undefined) {
+      this.count = known.observation;
+      this.countEpoch = known.epoch;
+      return;
+    }
+    const counted = await counts.count(this.namespace, this.now(), async () => {
+      let count = 0;
+      await forEachPage(
+        (token) => this.ctx.client.listServices(this.namespace, OUR_SERVICES_SELECTOR, this.ctx.config.sweepPageSize, token),
+        (items) => {
+          count += items.length;
+        },
+      );
+      return count;
+    });
+    this.count = { value: counted.value, at: this.now(), fresh: true, order: this.order.next() };
+    this.countEpoch = counted.epoch;
+  }
+}
+
+export function uniqueSlots(slots: readonly SlotKey[]): SlotKey[] {
+  const seen = new Map<string, SlotKey>();
+  for (const slot of slots) seen.set(slotKey(slot), { appId: slot.appId, execId: slot.execId });
+  return [...seen.values()];
+}
+
+function groupByApp(slots: readonly SlotKey[]): Map<string, SlotKey[]> {
+  const groups = new Map<string, SlotKey[]>();
+  for (const slot of uniqueSlots(slots)) groups.set(slot.appId, [...(groups.get(slot.appId) ?? []), slot]);
+  return groups;
+}

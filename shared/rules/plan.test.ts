@@ -1,0 +1,207 @@
+/**
+ * The plan of an executor event, as rows: what the event says and what the process remembers →
+ * which slots are looked at, which remembered facts may stand in, how widely pods are listed.
+ * Expectations come from the specification (README "How it works", docs/reliability.md "Facts,
+ * not events" and "Which slots an event looks at"):
+ * - an event that says an executor runs lets remembered facts stand in only where they agree with
+ *   it; an event that says it went makes the function read that executor's slot afresh;
+ * - a remembered Service made for another executor, or marked gone while the event says it runs,
+ *   is read afresh;
+ * - an add's list of pods covers its slot and the next 31 executor ids;
+ * - an ended executor's event also reads up to 31 nearby executors whose Services the process
+ *   made (and their driver afresh); a look that finds none ended is not widened again for 10 s.
+ * Facts are written here as literals, not produced by the project's parsers.
+ */
+import { describe, expect, it } from 'vitest';
+import type { ServiceFact } from '../model/service-spec.ts';
+import type { PodFact } from '../model/spark-pod.ts';
+import { type ExecutorPlan, type Remembered, planExecutorEvent } from './plan.ts';
+
+const APP = 'spark-a1';
+const NOW = 1_000_000;
+const DRIVER = { name: 'drv', uid: 'uid-drv' };
+
+function executor(execId: string, extra: Partial<PodFact> = {}): PodFact {
+  return {
+    name: `exec-${execId}`,
+    uid: `uid-exec-${execId}`,
+    resourceVersion: '1',
+    terminal: false,
+    deleting: false,
+    role: 'executor',
+    appId: APP,
+    execId,
+    controllerPod: DRIVER,
+    optIn: true,
+    port: { ok: true, port: 7079, source: 'annotation' } as PodFact['port'],
+    ...extra,
+  };
+}
+
+function serviceFor(execId: string, extra: Partial<ServiceFact> = {}): ServiceFact {
+  const pod = { name: `exec-${execId}`, uid: `uid-exec-${execId}` };
+  return {
+    name: `svc-${APP}-${execId}`,
+    uid: `uid-svc-${execId}`,
+    resourceVersion: '7',
+    ours: true,
+    slot: { appId: APP, execId },
+    executor: pod,
+    owner: DRIVER,
+    identity: { appId: APP, execId, executor: pod, owner: DRIVER },
+    goneAt: undefined,
+    shape: 'shape',
+    selectorKeys: [],
+    port: 7079,
+    ...extra,
+  };
+}
+
+const nothing: Remembered = { serviceOf: () => undefined };
+
+interface Row {
+  readonly name: string;
+  /** What the event says: 'runs' (add/update of a running pod) or 'went' (delete, or a terminal phase). */
+  readonly says: 'runs' | 'went';
+  readonly pod?: PodFact;
+  readonly remembered?: Partial<Remembered>;
+  readonly now?: number;
+  readonly want: {
+    readonly slots: readonly string[];
+    readonly services: boolean;
+    /** Pods that may not stand in from memory ('none' = no remembered pod at all). */
+    readonly podsReadAfresh: readonly string[] | 'none';
+    readonly claimantListTrusted: boolean;
+    readonly window: number;
+    readonly shareLists: boolean;
+  };
+}
+
+const eight = serviceFor('8');
+const peerServices: Record<string, ServiceFact> = { '7': serviceFor('7'), '9': serviceFor('9'), '11': serviceFor('11', { goneAt: '2026-12-03T11:00:00Z' }), '80': serviceFor('80') };
+const withPeers: Partial<Remembered> = { service: eight, serviceOf: (id) => peerServices[id] };
+
+const ROWS: readonly Row[] = [
+  {
+    name: 'an add of an executor the process never saw: everything read, its batch listed with it (31 following ids), lists shared',
+    says: 'runs',
+    want: { slots: ['8'], services: true, podsReadAfresh: ['exec-8'], claimantListTrusted: false, window: 31, shareLists: true },
+  },
+  {
+    name: 'a no-op update that agrees with the remembered pod: remembered pods, Service and list may stand in',
+    says: 'runs',
+    remembered: { pod: executor('8'), service: eight },
+    want: { slots: ['8'], services: true, podsReadAfresh: [], claimantListTrusted: true, window: 31, shareLists: true },
+  },
+  {
+    name: 'status churn, a label Spark adds and the start of a graceful deletion still agree',
+    says: 'runs',
+    pod: executor('8', { deleting: true, resourceVersion: '9' }),
+    remembered: { pod: executor('8'), service: eight },
+    want: { slots: ['8'], services: true, podsReadAfresh: [], claimantListTrusted: true, window: 31, shareLists: true },
+  },
+  {
+    name: 'an update with another UID than remembered (a new pod of that name): the pod is read afresh, its list too',
+    says: 'runs',
+    pod: executor('8', { uid: 'uid-other' }),
+    remembered: { pod: executor('8') },
+    want: { slots: ['8'], services: true, podsReadAfresh: ['exec-8'], claimantListTrusted: false, window: 31, shareLists: true },
+  },
+  {
+    name: 'an update that changes the port or the driver disagrees: read afresh',
+    says: 'runs',
+    pod: executor('8', { port: { ok: true, port: 7080, source: 'annotation' } as PodFact['port'] }),
+    remembered: { pod: executor('8'), service: eight },
+    want: { slots: ['8'], services: true, podsReadAfresh: ['exec-8'], claimantListTrusted: false, window: 31, shareLists: true },
+  },
+  {
+    name: 'a remembered Service made for another executor (a new run reusing the app id): the Service is read afresh',
+    says: 'runs',
+    remembered: { pod: executor('8'), service: serviceFor('8', { executor: { name: 'exec-8', uid: 'uid-old-run' } }) },
+    want: { slots: ['8'], services: false, podsReadAfresh: [], claimantListTrusted: false, window: 31, shareLists: true },
+  },
+  {
+    name: 'a remembered Service marked gone while the event says its executor runs: read afresh (only fresh reads can tell a raced mark)',
+    says: 'runs',
+    remembered: { pod: executor('8'), service: serviceFor('8', { goneAt: '2026-12-03T11:00:00Z' }) },
+    want: { slots: ['8'], services: false, podsReadAfresh: [], claimantListTrusted: false, window: 31, shareLists: true },
+  },
+  {
+    name: 'an ended executor the process made no Service for: its slot alone, read afresh, no window, no shared list',
+    says: 'went',
+    remembered: { pod: executor('8') },
+    want: { slots: ['8'], services: true, podsReadAfresh: ['exec-8'], claimantListTrusted: false, window: 0, shareLists: false },
+  },
+  {
+    name: 'an ended executor with remembered unmarked peers within ±64: they are looked at too (marked ones and those too far are not), their executors and driver read afresh',
+    says: 'went',
+    remembered: withPeers,
+    want: { slots: ['8', '7', '9'], services: true, podsReadAfresh: ['exec-8', 'exec-7', 'exec-9', 'drv'], claimantListTrusted: false, window: 0, shareLists: false },
+  },
+  {
+    name: 'the last look found no other executor ended less than 10 s ago (dynamic allocation): the slot alone',
+    says: 'went',
+    remembered: { ...withPeers, lastPeerLook: { value: 0, at: NOW - 9_999 } },
+    want: { slots: ['8'], services: true, podsReadAfresh: ['exec-8'], claimantListTrusted: false, window: 0, shareLists: false },
+  },
+  {
+    name: 'the quiet period is over after 10 s: peers again',
+    says: 'went',
+    remembered: { ...withPeers, lastPeerLook: { value: 0, at: NOW - 10_000 } },
+    want: { slots: ['8', '7', '9'], services: true, podsReadAfresh: ['exec-8', 'exec-7', 'exec-9', 'drv'], claimantListTrusted: false, window: 0, shareLists: false },
+  },
+  {
+    name: 'a last look that found peers ended does not quiet the next one',
+    says: 'went',
+    remembered: { ...withPeers, lastPeerLook: { value: 3, at: NOW - 1 } },
+    want: { slots: ['8', '7', '9'], services: true, podsReadAfresh: ['exec-8', 'exec-7', 'exec-9', 'drv'], claimantListTrusted: false, window: 0, shareLists: false },
+  },
+  {
+    name: 'an ended executor whose remembered Service is already marked: no peers (its end was seen already)',
+    says: 'went',
+    remembered: { ...withPeers, service: serviceFor('8', { goneAt: '2026-12-03T11:00:00Z' }) },
+    want: { slots: ['8'], services: true, podsReadAfresh: ['exec-8'], claimantListTrusted: false, window: 0, shareLists: false },
+  },
+  {
+    name: 'an ended executor whose remembered Service records another executor: its Service read afresh, no peers',
+    says: 'went',
+    remembered: { ...withPeers, service: serviceFor('8', { executor: { name: 'exec-8', uid: 'uid-old-run' } }) },
+    want: { slots: ['8'], services: false, podsReadAfresh: ['exec-8'], claimantListTrusted: false, window: 0, shareLists: false },
+  },
+];
+
+function plan(row: Row): ExecutorPlan {
+  const hint = row.pod ?? executor('8', row.says === 'went' ? { terminal: true } : {});
+  return planExecutorEvent({ hint, slot: { appId: APP, execId: '8' }, goneHint: row.says === 'went' }, { ...nothing, ...row.remembered }, row.now ?? NOW);
+}
+
+describe('the plan of an executor event', () => {
+  it.each(ROWS.map((row) => [row.name, row] as const))('%s', (_name, row) => {
+    const p = plan(row);
+    const { trust } = p.look;
+    expect(p.slots.map((s) => s.execId)).toEqual(row.want.slots);
+    expect(trust.services).toBe(row.want.services);
+    expect(trust.pods.remembered ? trust.pods.except : 'none').toEqual(row.want.podsReadAfresh);
+    expect(trust.claimantsOf.length > 0).toBe(row.want.claimantListTrusted);
+    expect(p.look.claimantWindow).toBe(row.want.window);
+    expect(p.look.shareLists).toBe(row.want.shareLists);
+    // Every event of a slot takes turns with the others of this process.
+    expect(p.look.coordinate).toBe(true);
+  });
+
+  it('a trusted claimant list must name the event’s pod (checked when the list is looked up)', () => {
+    const p = plan(ROWS[1]!);
+    expect(p.look.trust.claimantsOf).toEqual([{ slot: { appId: APP, execId: '8' }, naming: 'exec-8' }]);
+  });
+
+  it('at most 31 peers, nearest first, never below id 1', () => {
+    const all: Record<string, ServiceFact> = Object.fromEntries(Array.from({ length: 200 }, (_, i) => [String(i + 1), serviceFor(String(i + 1))]));
+    const p = planExecutorEvent(
+      { hint: executor('3', { terminal: true }), slot: { appId: APP, execId: '3' }, goneHint: true },
+      { service: all['3'], serviceOf: (id) => all[id] },
+      NOW,
+    );
+    expect(p.peers.map((s) => Number(s.execId))).toEqual([2, 4, 1, 5, ...Array.from({ length: 27 }, (_, i) => i + 6)]);
+    expect(p.peers).toHaveLength(31);
+  });
+});

@@ -1,0 +1,164 @@
+/**
+ * What an event makes the engine look at, and what it may believe without reading: the trust and
+ * cost rules of the event path, as data (controller-runtime's MapFunc: an event becomes requests
+ * by a plain function). Events are hints — what one claims never justifies a write; it only
+ * chooses which remembered facts may spare a read, and how widely to look. Pure: the caller hands
+ * in what the process remembers, the plan says what to do with it.
+ *
+ * A new trust or cost rule is a field or a row here and a row in plan.test.ts.
+ */
+import type { PodFact } from '../model/spark-pod.ts';
+import type { ServiceFact } from '../model/service-spec.ts';
+import type { SlotKey } from './decide.ts';
+
+/** The cost rules: how widely an event looks (each one a number with its reason). */
+export const LOOK = {
+  /** Executor ids listed after the one an add names: Spark creates executors in batches (spark.kubernetes.allocation.batch.size). */
+  claimantWindow: 31,
+  /** Other executors looked at with an ended one: one list of their pods, their marks written in parallel. */
+  endedPeers: 31,
+  /** How far from the ended executor's id the peers are looked for, each way. */
+  endedPeerReach: 64,
+  /** A look that found no other executor ended is not repeated for this long (dynamic allocation removes executors one by one). */
+  quietPeersMs: 10_000,
+} as const;
+
+/** Which remembered facts may stand in for reads. */
+export interface Trust {
+  /** Remembered Services of the looked-at slots. */
+  readonly services: boolean;
+  /** Remembered pods: none, or all but these names (read afresh). */
+  readonly pods: { readonly remembered: false } | { readonly remembered: true; readonly except: readonly string[] };
+  /** Slots whose remembered complete list of pods may stand in for a list, when it names this pod (checked when the list is looked up). */
+  readonly claimantsOf: ReadonlyArray<{ readonly slot: SlotKey; readonly naming: string }>;
+}
+
+export const TRUST_NOTHING: Trust = { services: false, pods: { remembered: false }, claimantsOf: [] };
+
+/** How the engine looks at one request's slots. */
+export interface Look {
+  readonly trust: Trust;
+  /**
+   * When listing a slot's pods, list this many following exec ids too, and decide every one of
+   * them that a listed pod claims: the first add of a batch serves the whole batch.
+   */
+  readonly claimantWindow: number;
+  /** May wait for another event's list of the same slots' pods and take its answers as remembered (enough to keep or create). */
+  readonly shareLists: boolean;
+  /**
+   * Wait for other events of this process deciding the same slots, and leave window slots they
+   * are deciding to them. (The sweep and a driver's end neither wait nor hold: an event must not
+   * queue behind a sweep's chunk.)
+   */
+  readonly coordinate: boolean;
+  /** Read every slot's Service before deciding (when most of them are expected to exist). */
+  readonly readServicesFirst: boolean;
+}
+
+/** A sweep page, a driver's end, a Reference-mode delete: everything read, nothing shared, nobody waited for. */
+export const LOOK_AFRESH: Look = { trust: TRUST_NOTHING, claimantWindow: 0, shareLists: false, coordinate: false, readServicesFirst: false };
+
+/** What the process remembers around the executor an event names (all of it optional: a new process remembers nothing). */
+export interface Remembered {
+  /** The event's pod, as last read. */
+  readonly pod?: PodFact | undefined;
+  /** The Service of the event's slot, as last read or written. */
+  readonly service?: ServiceFact | undefined;
+  /** The last look around an ended executor of this application: how many it found ended, when. */
+  readonly lastPeerLook?: { readonly value: number; readonly at: number } | undefined;
+  /** The Service remembered for another executor id of the same application. */
+  readonly serviceOf: (execId: string) => ServiceFact | undefined;
+}
+
+export interface ExecutorEvent {
+  /** What the event says of the executor (Resource mode: as claimed; Reference mode: as just read). */
+  readonly hint: PodFact;
+  readonly slot: SlotKey;
+  /** The event says the executor went: a delete, or a terminal phase. */
+  readonly goneHint: boolean;
+}
+
+export interface ExecutorPlan {
+  readonly slots: readonly SlotKey[];
+  readonly look: Look;
+  /** The ended executor's peers looked at with it (their count of marks is remembered after). */
+  readonly peers: readonly SlotKey[];
+}
+
+/**
+ * An executor event. For an executor it says runs, remembered facts stand in as long as they
+ * agree with it (a wrong "runs" only keeps or creates); for one it says went, that executor and
+ * its slot are read afresh.
+ */
+export function planExecutorEvent(event: ExecutorEvent, remembered: Remembered, now: number): ExecutorPlan {
+  const { hint, slot, goneHint } = event;
+  const agrees = !goneHint && remembered.pod !== undefined && samePodFact(remembered.pod, hint);
+  const service = remembered.service;
+  // A remembered Service made for another executor than the one the event names says nothing
+  // about this one (a new run reusing the app id, a copy); nor does one marked gone while the
+  // event says its executor runs (the mark can only be wrong if something raced it, and only
+  // fresh reads can tell).
+  const serviceAgrees = service === undefined || (service.executor?.uid === hint.uid && (goneHint || service.goneAt === undefined));
+  // Executors often end together (the application's end, a decommission wave): an ended one's
+  // event looks at its peers too, so that their own events find their Services marked already.
+  const peers = goneHint && serviceAgrees && service !== undefined && service.goneAt === undefined ? endedPeers(slot, remembered, now) : undefined;
+  // Peers' marks are decided from remembered Services: their driver is read afresh first, so that
+  // an application ended by deleting its driver (GC took the Services) costs reads, not writes.
+  const peerOwner = peers === undefined || service?.owner === undefined ? [] : [service.owner.name];
+  // The peers' executors are read afresh too: only the list of their pods can show them ended.
+  const readAfresh = [...new Set([hint.name, ...(peers?.executors ?? []), ...peerOwner])];
+  const claimantsTrusted = agrees && serviceAgrees;
+  return {
+    slots: [slot, ...(peers?.slots ?? [])],
+    peers: peers?.slots ?? [],
+    look: {
+      trust: { services: serviceAgrees, pods: { remembered: true, except: agrees ? [] : readAfresh }, claimantsOf: claimantsTrusted ? [{ slot, naming: hint.name }] : [] },
+      claimantWindow: goneHint ? 0 : LOOK.claimantWindow,
+      shareLists: !goneHint,
+      coordinate: true,
+      readServicesFirst: false,
+    },
+  };
+}
+
+/**
+ * Executors of the same application near this one whose Services this process remembers as made
+ * for them and unmarked: the ones whose own "ended" events would each cost a list and a patch.
+ * Nothing here is believed: they are only added to what is read and decided.
+ */
+function endedPeers(slot: SlotKey, remembered: Remembered, now: number): { slots: SlotKey[]; executors: string[] } | undefined {
+  const last = remembered.lastPeerLook;
+  if (last !== undefined && last.value === 0 && now - last.at < LOOK.quietPeersMs) return undefined;
+  const slots: SlotKey[] = [];
+  const executors: string[] = [];
+  const own = BigInt(slot.execId);
+  for (let d = 1n; d <= BigInt(LOOK.endedPeerReach) && slots.length < LOOK.endedPeers; d++) {
+    for (const id of [own - d, own + d]) {
+      if (id < 1n || slots.length >= LOOK.endedPeers) continue;
+      const execId = id.toString();
+      const service = remembered.serviceOf(execId);
+      if (service?.identity === undefined || service.goneAt !== undefined) continue;
+      slots.push({ appId: slot.appId, execId });
+      executors.push(service.identity.executor.name);
+    }
+  }
+  return slots.length === 0 ? undefined : { slots, executors };
+}
+
+/**
+ * Same pod, and nothing the rules read differs: status churn, Spark's own label updates and the
+ * start of a graceful deletion (a pod being deleted still runs) do not count (kubernetes'
+ * endpointslice util PodChanged asks the same question for endpoints).
+ */
+export function samePodFact(a: PodFact, b: PodFact): boolean {
+  return (
+    a.uid === b.uid &&
+    a.terminal === b.terminal &&
+    a.appId === b.appId &&
+    a.execId === b.execId &&
+    a.optIn === b.optIn &&
+    a.controllerPod?.name === b.controllerPod?.name &&
+    a.controllerPod?.uid === b.controllerPod?.uid &&
+    JSON.stringify(a.port) === JSON.stringify(b.port)
+  );
+}
