@@ -34,13 +34,8 @@ const TERMINAL = new Set(['Succeeded', 'Failed']);
 /** Executor ids Spark assigns: canonical decimal integers ≥ 1. */
 export const SPARK_EXEC_ID = /^[1-9][0-9]*$/;
 
-export interface OwnerRef {
-  apiVersion: string;
-  kind: string;
-  name: string;
-  uid: string;
-  controller?: boolean;
-}
+/** metadata.ownerReferences[i], as far as the oracle reads it. */
+export type OwnerRef = { apiVersion: string; kind: string; name: string; uid: string; controller?: boolean };
 /** A pod or a Service as plain JSON (what the API server or the emulator holds). */
 export interface Obj {
   metadata: {

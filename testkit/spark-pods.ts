@@ -193,6 +193,13 @@ const SPARK_POD_SPEC_REST = {
   preemptionPolicy: 'PreemptLowerPriority',
 };
 
+const TERMINATION_MESSAGE = { terminationMessagePath: '/dev/termination-log', terminationMessagePolicy: 'File' };
+
+/** Spark's local dir and conf map volumes, and the token volume admission adds. */
+function sparkVolumes(confVolume: string, configMap: string, key: string, tokenVolume: object): object[] {
+  return [{ name: 'spark-local-dir-1', emptyDir: {} }, { name: confVolume, configMap: { name: configMap, defaultMode: 420, items: [{ key, path: key, mode: 420 }] } }, tokenVolume];
+}
+
 /**
  * A Spark 4.0 driver pod as spark-submit creates it in cluster mode (BasicDriverFeatureStep,
  * DriverServiceFeatureStep, MountVolumes…), opted in by label. Not yet seeded: no uid.
@@ -234,15 +241,10 @@ export function realisticDriverPod(namespace: string, seed: number): PodBody {
             { name: 'spark-conf-volume-driver', mountPath: '/opt/spark/conf' },
             api.mount,
           ],
-          terminationMessagePath: '/dev/termination-log',
-          terminationMessagePolicy: 'File',
+          ...TERMINATION_MESSAGE,
         },
       ],
-      volumes: [
-        { name: 'spark-local-dir-1', emptyDir: {} },
-        { name: 'spark-conf-volume-driver', configMap: { name: `spark-drv-${suffix(appId, 16)}-conf-map`, defaultMode: 420, items: [{ key: 'spark.properties', path: 'spark.properties', mode: 420 }] } },
-        api.volume,
-      ],
+      volumes: sparkVolumes('spark-conf-volume-driver', `spark-drv-${suffix(appId, 16)}-conf-map`, 'spark.properties', api.volume),
       ...SPARK_POD_SPEC_REST,
     },
     status: { phase: 'Pending' },
@@ -316,15 +318,10 @@ export function realisticExecutorPod(driver: PodBody, execId: number, finalizer?
           ports: [{ name: 'blockmanager', containerPort: 7079, protocol: 'TCP' }],
           resources: { limits: { memory: '4505Mi' }, requests: { cpu: '2', memory: '4505Mi' } },
           volumeMounts: [{ name: 'spark-local-dir-1', mountPath: localDir }, { name: 'spark-conf-volume-exec', mountPath: '/opt/spark/conf' }, api.mount],
-          terminationMessagePath: '/dev/termination-log',
-          terminationMessagePolicy: 'File',
+          ...TERMINATION_MESSAGE,
         },
       ],
-      volumes: [
-        { name: 'spark-local-dir-1', emptyDir: {} },
-        { name: 'spark-conf-volume-exec', configMap: { name: `spark-exec-${suffix(appId, 16)}-conf-map`, defaultMode: 420, items: [{ key: 'spark-env.sh', path: 'spark-env.sh', mode: 420 }] } },
-        api.volume,
-      ],
+      volumes: sparkVolumes('spark-conf-volume-exec', `spark-exec-${suffix(appId, 16)}-conf-map`, 'spark-env.sh', api.volume),
       ...SPARK_POD_SPEC_REST,
     },
     status: { phase: 'Pending' },
