@@ -874,8 +874,13 @@ export async function runSequential(options: SequentialOptions): Promise<Sequent
     if (noop !== undefined && (noop.cpuMsPerEvent > TARGETS.noopCpuMs || options.profile)) {
       await emulator.call({ op: 'latency', ms: 0 });
       const inspectPort = await freePort();
-      const prof = await startFunctionProcess({ entry: options.entry, kubeconfig: emulator.kubeconfig, env: fnEnv, logFile: join(options.resultsDir, 'function-sequential-profile.log'), inspectPort });
-      try {
+      // A profile that cannot be taken (the process did not get ready in time on a loaded
+      // machine) is reported as a failure; the figures measured so far are still written.
+      const prof = await startFunctionProcess({ entry: options.entry, kubeconfig: emulator.kubeconfig, env: fnEnv, logFile: join(options.resultsDir, 'function-sequential-profile.log'), inspectPort }).catch((error: unknown) => {
+        section!.failures.push(`sequential: the no-op profile could not be taken: ${error instanceof Error ? error.message : String(error)}`);
+        return undefined;
+      });
+      if (prof !== undefined) try {
         const snapshots = await noopFixture(section, emulator, prof, 'seq-noop-prof', 401, Math.min(50, options.executors));
         const inspector = await connectInspector(inspectPort);
         try {
