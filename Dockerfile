@@ -5,7 +5,7 @@
 # The function ships as ONE bundled file (rolldown, `npm run bundle` = scripts/bundle.ts):
 # dist/main.cjs (minified CommonJS), the loader dist/start.cjs that the container starts, and
 # main.cjs.cache, a V8 code cache of main.cjs taken after its module top level ran. No
-# node_modules at run time. test/bundle.test.ts and the bench's cold start build it with the same
+# node_modules at run time. test/behaviour/bundle.test.ts and the bench's cold start build it with the same
 # script and run it from a directory without node_modules (docs/performance.md).
 #
 # Build stage: Debian slim, not Alpine. `npm ci` installs the devDependency `node` (the repo's

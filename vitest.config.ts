@@ -2,7 +2,7 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts', 'shared/**/*.test.ts'],
+    include: ['test/**/*.test.ts', 'shared/**/*.test.ts', 'packages/**/*.test.ts', 'testkit/**/*.test.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',

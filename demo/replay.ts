@@ -1,7 +1,7 @@
 /**
- * `npm start`: the embedded default. Starts the test Kubernetes API server emulator on loopback,
+ * `npm start`: the embedded default. Starts the Kubernetes API-server emulator (packages/kube-emulator) on loopback,
  * runs the real function entry point (functions/executor-service/main.ts) against it as a child
- * process, replays one Spark application's life as ApiServerSource CloudEvents over HTTP, and
+ * process, replays one Spark application's life as ApiServerSource CloudEvents over HTTP (testkit), and
  * prints what happened to each Service. No cluster needed.
  */
 import { spawn } from 'node:child_process';
@@ -9,10 +9,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startEmulator } from '../test/kube-emulator/index.ts';
-import { type PostedReply, podEventType, podSubject, postCloudEvent } from '../test/support/cloudevents.ts';
-import { freePort, waitForHttpOk } from '../test/support/process.ts';
-import { type PodBody, driverPod, executorPod, nonSparkPod, sparkAppId } from '../test/support/spark-pods.ts';
+import { startEmulator } from '../packages/kube-emulator/index.ts';
+import { type PostedReply, postPodEvent } from '../testkit/apiserversource.ts';
+import { freePort, waitForHttpOk } from '../testkit/process.ts';
+import { type PodBody, driverPod, executorPod, nonSparkPod, sparkAppId } from '../testkit/spark-pods.ts';
 
 const NAMESPACE = 'spark';
 const EXECUTORS = 3;
@@ -87,7 +87,7 @@ function step(title: string): void {
 
 async function send(verb: 'add' | 'update' | 'delete', pod: PodBody): Promise<PostedReply> {
   const t0 = performance.now();
-  const reply = await postCloudEvent(url, { type: podEventType(verb), data: pod, subject: podSubject(pod.metadata.namespace, pod.metadata.name) });
+  const reply = await postPodEvent(url, verb, pod);
   const ms = (performance.now() - t0).toFixed(1);
   if (reply.status !== 200 || reply.data === undefined) throw new Error(`function answered ${reply.status}: ${reply.text}`);
   const services = reply.data.outcomes.map((o) => `${o.service}: ${o.action}${o.detail === undefined || o.detail === '' ? '' : ` (${o.detail})`}`);

@@ -5,7 +5,7 @@
  *
  *   fork('bench/lib/emulator-child.ts', [kubeconfigPath])  → { type: 'ready', url }
  */
-import { startEmulator } from '../../test/kube-emulator/index.ts';
+import { startEmulator } from '../../packages/kube-emulator/index.ts';
 
 export type EmulatorCommand =
   | { readonly op: 'seed'; readonly objects: readonly object[] }

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { EmulatorCommand, LoggedRequest } from './emulator-child.ts';
-import { freePort, waitForHttpOk } from '../../test/support/process.ts';
+import { freePort, waitForHttpOk } from '../../testkit/process.ts';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const EMULATOR_CHILD = fileURLToPath(new URL('./emulator-child.ts', import.meta.url));

@@ -18,7 +18,8 @@ import { spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { EventPoster, appDriver, appExecutors, podEvent, type PodBody } from '../lib/load.ts';
+import { AdapterSender, podEvent } from '../../testkit/apiserversource.ts';
+import { type PodBody, appDriver, appExecutors } from '../../testkit/spark-pods.ts';
 import { REPO_ROOT, freePort, functionEnv, sleep, startEmulatorProcess, stopChild, type EmulatorProcess } from '../lib/procs.ts';
 import { median, round } from '../lib/stats.ts';
 
@@ -130,7 +131,7 @@ async function coldRun(variant: ColdVariant, emulator: EmulatorProcess, executor
         reject(new Error(`exited with ${code} before listening: ${stderr.slice(-300)}`));
       });
     });
-    const poster = new EventPoster(`http://127.0.0.1:${port}/`, 1);
+    const poster = new AdapterSender(`http://127.0.0.1:${port}/`);
     try {
       const answer = await poster.post(podEvent('add', executor), 20_000);
       const firstAnswerMs = performance.now() - started;

@@ -28,7 +28,10 @@
  */
 import { join } from 'node:path';
 import { EXECUTOR_GONE_AT_ANNOTATION } from '../../shared/model/labels.ts';
-import { EventPoster, type PodBody, type PreparedEvent, type Posted, appDriver, appExecutors, pingEvent, podEvent, podRefEvent } from '../lib/load.ts';
+import { type AdapterEvent, AdapterSender, type Answer, podEvent, sweepEvent } from '../../testkit/apiserversource.ts';
+import { callKind } from '../lib/api-calls.ts';
+import { DRIVER_RUNNING_PATCH, DRIVER_SUCCEEDED_PATCH, GRACEFUL_FINALIZER, RELEASE_PATCH, STATUS_STEPS, type StatusStep, executorStatusPatch } from '../../testkit/spark-lifecycle.ts';
+import { type PodBody, appDriver, appExecutors } from '../../testkit/spark-pods.ts';
 import { type EmulatorProcess, type LoggedRequest, sleep, startEmulatorProcess, startFunctionProcess } from '../lib/procs.ts';
 
 /** The issue's target for Resource mode: add, updates, delete, end of the cool-down; the driver read shared per application. */
@@ -38,7 +41,6 @@ const COOLDOWN_SECONDS = 3;
 const APP_EXECUTORS = 20;
 /** Sweeps sent at most to finish one round (each works for half the event budget). */
 const MAX_SWEEPS = 50;
-const GRACEFUL = 'bench.spark-exec-svc/graceful-termination';
 
 export type Mode = 'resource' | 'reference';
 export type Delivery = 'batch' | 'paced';
@@ -95,96 +97,40 @@ const PLANS: readonly Plan[] = [
   { scenario: `reference, app of ${APP_EXECUTORS}, paced`, mode: 'reference', delivery: 'paced', executors: APP_EXECUTORS, namespace: 'lc-ref-paced', seed: 206 },
 ];
 
-/** What one API request was for, from its verb, resource, name and label selector. */
-export function callKind(r: LoggedRequest, driverName: string): string {
-  const selector = new URLSearchParams(r.query).get('labelSelector') ?? '';
-  const what = `${r.verb} ${r.resource ?? '?'}`;
-  switch (what) {
-    case 'get pods':
-      return r.name === driverName ? 'get driver' : 'get pod';
-    case 'list pods':
-      return selector.includes('spark-exec-id in') ? 'list pods (exec ids)' : 'list pods (namespace)';
-    case 'list services':
-      return selector.includes('spark-app-selector') ? 'list svc (app)' : 'list svc (namespace)';
-    case 'create services':
-      return 'create svc';
-    case 'patch services':
-      return 'patch svc';
-    case 'delete services':
-      return 'delete svc';
-    default:
-      return what;
-  }
-}
-
-const iso = (): string => new Date().toISOString();
-const condition = (type: string, status: 'True' | 'False') => ({ type, status, lastTransitionTime: iso() });
-const CONTAINER = { name: 'spark-kubernetes-executor', image: 'apache/spark:4.0.0', imageID: '', restartCount: 0 };
-
 /** A pod change in the emulator (not an API request: not counted) and the pod as the watch then shows it. */
 type Change = (emulator: EmulatorProcess, namespace: string, name: string, index: number) => Promise<PodBody>;
 
 const patch =
-  (body: (index: number) => object): Change =>
+  (body: (name: string, index: number) => object): Change =>
   (emulator, namespace, name, index) =>
-    emulator.call<PodBody>({ op: 'patch', resource: 'pods', namespace, name, patch: body(index) });
+    emulator.call<PodBody>({ op: 'patch', resource: 'pods', namespace, name, patch: body(name, index) });
 
-const EXECUTOR_UPDATES: ReadonlyArray<{ readonly step: string; readonly change: Change }> = [
-  { step: 'update: scheduled (PodScheduled)', change: patch(() => ({ status: { conditions: [condition('PodScheduled', 'True')] } })) },
-  {
-    step: 'update: creating (ContainerCreating)',
-    change: patch(() => ({
-      status: {
-        hostIP: '10.0.0.11',
-        conditions: [condition('PodScheduled', 'True'), condition('Initialized', 'True'), condition('ContainersReady', 'False'), condition('Ready', 'False')],
-        containerStatuses: [{ ...CONTAINER, ready: false, started: false, state: { waiting: { reason: 'ContainerCreating' } } }],
-      },
-    })),
-  },
-  {
-    step: 'update: running (phase Running, pod IP)',
-    change: patch((i) => ({
-      status: {
-        phase: 'Running',
-        podIP: `10.244.1.${10 + i}`,
-        podIPs: [{ ip: `10.244.1.${10 + i}` }],
-        startTime: iso(),
-        containerStatuses: [{ ...CONTAINER, ready: false, started: true, state: { running: { startedAt: iso() } } }],
-      },
-    })),
-  },
-  {
-    step: 'update: ready (Ready)',
-    change: patch(() => ({
-      status: {
-        conditions: [condition('PodScheduled', 'True'), condition('Initialized', 'True'), condition('ContainersReady', 'True'), condition('Ready', 'True')],
-        containerStatuses: [{ ...CONTAINER, ready: true, started: true, state: { running: { startedAt: iso() } } }],
-      },
-    })),
-  },
-];
+const STEP_NAMES: Readonly<Record<StatusStep, string>> = {
+  scheduled: 'update: scheduled (PodScheduled)',
+  creating: 'update: creating (ContainerCreating)',
+  running: 'update: running (phase Running, pod IP)',
+  ready: 'update: ready (Ready)',
+};
+const EXECUTOR_UPDATES: ReadonlyArray<{ readonly step: string; readonly change: Change }> = STATUS_STEPS.map((s) => ({
+  step: STEP_NAMES[s],
+  change: patch((name, i) => executorStatusPatch(s, name, i)),
+}));
 
 const terminating: Change = async (emulator, namespace, name) => {
   await emulator.call({ op: 'delete', resource: 'pods', namespace, name }); // held by the finalizer: deletionTimestamp set
   return emulator.call<PodBody>({ op: 'get', resource: 'pods', namespace, name });
 };
-const failed: Change = patch(() => ({
-  status: {
-    phase: 'Failed',
-    conditions: [condition('PodScheduled', 'True'), condition('Initialized', 'True'), condition('ContainersReady', 'False'), condition('Ready', 'False')],
-    containerStatuses: [{ ...CONTAINER, ready: false, started: false, state: { terminated: { exitCode: 143, reason: 'Error', startedAt: iso(), finishedAt: iso() } } }],
-  },
-}));
+const failed: Change = patch((name, i) => executorStatusPatch('failed', name, i));
 /** The last finalizer removed: the pod goes; the delete event carries its last state. */
 const removed: Change = async (emulator, namespace, name) => {
   const last = await emulator.call<PodBody>({ op: 'get', resource: 'pods', namespace, name });
-  await emulator.call({ op: 'patch', resource: 'pods', namespace, name, patch: { metadata: { finalizers: null } } });
+  await emulator.call({ op: 'patch', resource: 'pods', namespace, name, patch: RELEASE_PATCH });
   const still = await emulator.call<PodBody | null>({ op: 'get', resource: 'pods', namespace, name });
   if (still !== null) throw new Error(`pod ${namespace}/${name} still exists after its finalizer was removed`);
   return last;
 };
 
-const replyType = (answer: Posted): string => (answer.status === 200 ? (answer.type ?? '?').replace(/^spark-exec-svc\./, '') : `HTTP ${answer.status}`);
+const replyType = (answer: Answer): string => (answer.status === 200 ? (answer.type ?? '?').replace(/^spark-exec-svc\./, '') : `HTTP ${answer.status}`);
 
 class ScenarioRun {
   readonly steps: StepResult[] = [];
@@ -195,21 +141,21 @@ class ScenarioRun {
 
   readonly plan: Plan;
   private readonly emulator: EmulatorProcess;
-  private readonly poster: EventPoster;
+  private readonly poster: AdapterSender;
   private readonly failures: string[];
 
-  constructor(plan: Plan, emulator: EmulatorProcess, poster: EventPoster, failures: string[]) {
+  constructor(plan: Plan, emulator: EmulatorProcess, poster: AdapterSender, failures: string[]) {
     this.plan = plan;
     this.emulator = emulator;
     this.poster = poster;
     this.failures = failures;
   }
 
-  private event(verb: 'add' | 'update' | 'delete', pod: PodBody): PreparedEvent {
-    return this.plan.mode === 'reference' ? podRefEvent(verb, pod.metadata.namespace, pod.metadata.name) : podEvent(verb, pod);
+  private event(verb: 'add' | 'update' | 'delete', pod: PodBody): AdapterEvent {
+    return podEvent(verb, pod, this.plan.mode === 'reference' ? 'ref' : 'resource');
   }
 
-  private async post(event: PreparedEvent, replies: Record<string, number>, step: string): Promise<Posted> {
+  private async post(event: AdapterEvent, replies: Record<string, number>, step: string): Promise<Answer> {
     const answer = await this.poster.post(event);
     const type = replyType(answer);
     replies[type] = (replies[type] ?? 0) + 1;
@@ -276,12 +222,12 @@ class ScenarioRun {
       const [seeded] = await this.emulator.seed([{ ...appDriver(namespace, seed), status: { phase: 'Pending' } }]);
       this.driver = seeded!;
       await this.post(this.event('add', this.driver), replies, 'driver add');
-      this.driver = await this.emulator.call<PodBody>({ op: 'patch', resource: 'pods', namespace, name: this.driver.metadata.name, patch: { status: { phase: 'Running', podIP: '10.244.0.5' } } });
+      this.driver = await this.emulator.call<PodBody>({ op: 'patch', resource: 'pods', namespace, name: this.driver.metadata.name, patch: DRIVER_RUNNING_PATCH });
       await this.post(this.event('update', this.driver), replies, 'driver update');
       return 2;
     });
     const bodies = appExecutors(this.driver!, n).map((pod) => {
-      const metadata = { ...pod.metadata, finalizers: [GRACEFUL] } as PodBody['metadata'];
+      const metadata = { ...pod.metadata, finalizers: [GRACEFUL_FINALIZER] } as PodBody['metadata'];
       return { ...pod, metadata, status: { phase: 'Pending' } } as PodBody;
     });
     this.executors.push(...bodies.map((b) => b.metadata.name));
@@ -321,7 +267,7 @@ class ScenarioRun {
     const { namespace, scenario } = this.plan;
     const name = this.driver!.metadata.name;
     await this.account('driver: update Succeeded', 'driver', false, async (replies) => {
-      const pod = await this.emulator.call<PodBody>({ op: 'patch', resource: 'pods', namespace, name, patch: { status: { phase: 'Succeeded' } } });
+      const pod = await this.emulator.call<PodBody>({ op: 'patch', resource: 'pods', namespace, name, patch: DRIVER_SUCCEEDED_PATCH });
       await this.post(this.event('update', pod), replies, 'driver update Succeeded');
       return 1;
     });
@@ -356,7 +302,7 @@ export async function runLifecycle(options: { entry: string; resultsDir: string;
       logFile: join(options.resultsDir, 'function-lifecycle.log'),
       env: { WATCH_NAMESPACES: PLANS.map((p) => p.namespace).join(','), COOLDOWN_SECONDS: String(COOLDOWN_SECONDS) },
     });
-    const poster = new EventPoster(fn.url, 1);
+    const poster = new AdapterSender(fn.url);
     try {
       for (const plan of PLANS) {
         const run = new ScenarioRun(plan, emulator, poster, failures);
@@ -373,7 +319,7 @@ export async function runLifecycle(options: { entry: string; resultsDir: string;
       const sweepReplies: Record<string, number> = {};
       let sweeps = 0;
       for (let done = false; !done && sweeps < MAX_SWEEPS; ) {
-        const answer = await poster.post(pingEvent());
+        const answer = await poster.post(sweepEvent());
         sweeps++;
         const type = replyType(answer);
         sweepReplies[type] = (sweepReplies[type] ?? 0) + 1;

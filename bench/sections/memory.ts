@@ -11,8 +11,9 @@ import { DEFAULT_FACT_CACHE_LIMITS, FactCache, podKey, slotCacheKey } from '../.
 import { serviceFactFromCreated, desiredExecutorService } from '../../shared/model/service-spec.ts';
 import { podFact } from '../../shared/model/spark-pod.ts';
 import { Pod } from '../../shared/model/k8s-objects.ts';
-import { sparkAppId } from '../../test/support/spark-pods.ts';
-import { EventPoster, type PodBody, type PreparedEvent, appDriver, appExecutors, podEvent } from '../lib/load.ts';
+import { sparkAppId } from '../../testkit/spark-pods.ts';
+import { type AdapterEvent, AdapterSender, podEvent } from '../../testkit/apiserversource.ts';
+import { type PodBody, appDriver, appExecutors } from '../../testkit/spark-pods.ts';
 import { connectInspector } from '../lib/inspector.ts';
 import { freePort, rssKiB, startEmulatorProcess, startFunctionProcess } from '../lib/procs.ts';
 import { round } from '../lib/stats.ts';
@@ -52,8 +53,8 @@ const LANES = 8;
 const GROWTH_MARGIN_KIB = 5 * 1024;
 
 /** The events of one app's life, in order (see the module comment); executors are seeded by then. */
-function appEvents(driver: PodBody, executors: readonly PodBody[]): Array<{ event: PreparedEvent; before?: 'delete-driver' }> {
-  const out: Array<{ event: PreparedEvent; before?: 'delete-driver' }> = [{ event: podEvent('add', driver) }];
+function appEvents(driver: PodBody, executors: readonly PodBody[]): Array<{ event: AdapterEvent; before?: 'delete-driver' }> {
+  const out: Array<{ event: AdapterEvent; before?: 'delete-driver' }> = [{ event: podEvent('add', driver) }];
   for (const e of executors) out.push({ event: podEvent('add', e) });
   for (const e of executors) out.push({ event: podEvent('update', e) });
   for (const e of executors.slice(0, executors.length / 2)) {
@@ -73,7 +74,7 @@ export async function runMemory(options: { entry: string; events: number; result
   try {
     const inspectPort = await freePort();
     const fn = await startFunctionProcess({ entry: options.entry, kubeconfig: emulator.kubeconfig, logFile: join(options.resultsDir, 'function-memory.log'), inspectPort });
-    const poster = new EventPoster(fn.url, LANES);
+    const poster = new AdapterSender(fn.url, { concurrency: LANES });
     const inspector = await connectInspector(inspectPort);
     // Checkpoints run between events: lanes wait while one is taken.
     let checkpoint: Promise<void> = Promise.resolve();

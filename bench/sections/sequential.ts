@@ -1,6 +1,6 @@
 /**
  * Section "sequential": performance as users see it. The ApiServerSource adapter sends one event
- * at a time per namespace and waits for each answer (bench/lib/adapter.ts), so the function's
+ * at a time per namespace and waits for each answer (testkit/apiserversource.ts), so the function's
  * time per event and its API calls *are* the namespace's event throughput. This section drives
  * realistic Spark applications through that sender, against the function's real entry point
  * running with its production settings (the env of knative/base/service.yaml: REPLY_MODE=none,
@@ -39,15 +39,16 @@ import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { EXECUTOR_GONE_AT_ANNOTATION } from '../../shared/model/labels.ts';
 import { desiredExecutorService } from '../../shared/model/service-spec.ts';
-import { type AdapterEvent, AdapterSender, type Delivery, EventStream, adapterPodEvent, nowUs } from '../lib/adapter.ts';
+import { type AdapterEvent, AdapterSender, type Delivery, EventStream, nowUs, podEvent } from '../../testkit/apiserversource.ts';
+import { DRIVER_RUNNING_PATCH, DRIVER_SUCCEEDED_PATCH, GRACEFUL_FINALIZER, RELEASE_PATCH, STATUS_STEPS, executorStatusPatch } from '../../testkit/spark-lifecycle.ts';
 import { type ProfileSummary, summarizeProfile } from '../lib/cpuprofile.ts';
 import type { EmulatorCommand } from '../lib/emulator-child.ts';
 import { connectInspector } from '../lib/inspector.ts';
-import { type PodBody, sparkDriverPod, sparkExecutorPod } from '../lib/load.ts';
+import { type PodBody, realisticDriverPod, realisticExecutorPod } from '../../testkit/spark-pods.ts';
 import { type EmulatorProcess, type FunctionProcess, REPO_ROOT, cpuMs, cpuTimes, freePort, sleep, startEmulatorProcess, startFunctionProcess, stopChild } from '../lib/procs.ts';
-import { waitForHttpOk } from '../../test/support/process.ts';
+import { waitForHttpOk } from '../../testkit/process.ts';
 import { median, percentile, round } from '../lib/stats.ts';
-import { callKind } from './lifecycle.ts';
+import { callKind } from '../lib/api-calls.ts';
 import { reuseConnectionOptions } from './throughput.ts';
 
 export const TARGETS = {
@@ -67,7 +68,6 @@ export const TARGETS = {
 
 /** Spark 4.x's spark.kubernetes.allocation.batch.size default. */
 const BATCH_SIZE = 10;
-const GRACEFUL = 'bench.spark-exec-svc/graceful-termination';
 /** Paced run: when each status step reaches a pod, after its batch was created (ms). */
 const PACED_OFFSETS_MS = { scheduled: 20, creating: 300, running: 2000, ready: 2100 } as const;
 
@@ -281,60 +281,6 @@ export function manifestEnv(): Record<string, string> {
 // ---- pod changes as Kubernetes makes them ----------------------------------------------------
 
 const iso = (): string => new Date().toISOString();
-const cond = (type: string, status: 'True' | 'False', reason?: string) => ({ type, status, lastProbeTime: null, lastTransitionTime: iso(), ...(reason === undefined ? {} : { reason }) });
-const IMAGE = 'docker.io/apache/spark:4.0.0-scala2.13-java17-python3-ubuntu';
-const IMAGE_ID = 'docker.io/apache/spark@sha256:4f1b6c2a7e9d0b3c5a8f2e1d6c9b0a3f7e2d5c8b1a4f7e0d3c6b9a2f5e8d1c4b';
-const containerId = (name: string): string => `containerd://${Buffer.from(name.padEnd(32, '.')).toString('hex').slice(0, 64)}`;
-const podIp = (i: number): string => `10.244.${1 + Math.floor(i / 250)}.${2 + (i % 250)}`;
-const containerStatus = (extra: object) => ({ name: 'spark-kubernetes-executor', image: IMAGE, imageID: '', restartCount: 0, ...extra });
-
-type StatusStep = 'scheduled' | 'creating' | 'running' | 'ready';
-const STATUS_STEPS: readonly StatusStep[] = ['scheduled', 'creating', 'running', 'ready'];
-
-function statusPatch(step: StatusStep | 'failed', name: string, i: number): object {
-  const started = { running: { startedAt: iso() } };
-  const ran = { imageID: IMAGE_ID, containerID: containerId(name) };
-  switch (step) {
-    case 'scheduled':
-      return { status: { conditions: [cond('PodScheduled', 'True')] } };
-    case 'creating':
-      return {
-        status: {
-          hostIP: '10.0.3.17',
-          hostIPs: [{ ip: '10.0.3.17' }],
-          startTime: iso(),
-          conditions: [cond('PodReadyToStartContainers', 'False'), cond('Initialized', 'True'), cond('Ready', 'False', 'ContainersNotReady'), cond('ContainersReady', 'False', 'ContainersNotReady'), cond('PodScheduled', 'True')],
-          containerStatuses: [containerStatus({ ready: false, started: false, state: { waiting: { reason: 'ContainerCreating' } } })],
-        },
-      };
-    case 'running':
-      return {
-        status: {
-          phase: 'Running',
-          podIP: podIp(i),
-          podIPs: [{ ip: podIp(i) }],
-          conditions: [cond('PodReadyToStartContainers', 'True'), cond('Initialized', 'True'), cond('Ready', 'False', 'ContainersNotReady'), cond('ContainersReady', 'False', 'ContainersNotReady'), cond('PodScheduled', 'True')],
-          containerStatuses: [containerStatus({ ...ran, ready: false, started: true, state: started })],
-        },
-      };
-    case 'ready':
-      return {
-        status: {
-          conditions: [cond('PodReadyToStartContainers', 'True'), cond('Initialized', 'True'), cond('Ready', 'True'), cond('ContainersReady', 'True'), cond('PodScheduled', 'True')],
-          containerStatuses: [containerStatus({ ...ran, ready: true, started: true, state: started })],
-        },
-      };
-    case 'failed':
-      return {
-        status: {
-          phase: 'Failed',
-          conditions: [cond('PodReadyToStartContainers', 'False'), cond('Initialized', 'True'), cond('Ready', 'False', 'PodFailed'), cond('ContainersReady', 'False', 'PodFailed'), cond('PodScheduled', 'True')],
-          containerStatuses: [containerStatus({ ...ran, ready: false, started: false, state: { terminated: { exitCode: 143, reason: 'Error', startedAt: iso(), finishedAt: iso(), containerID: containerId(name) } } })],
-        },
-      };
-  }
-}
-
 const patchCmd = (namespace: string, name: string, patch: object): EmulatorCommand => ({ op: 'patch', resource: 'pods', namespace, name, patch });
 const getCmd = (namespace: string, name: string): EmulatorCommand => ({ op: 'get', resource: 'pods', namespace, name });
 
@@ -395,11 +341,11 @@ class Section {
     const cpu0 = cpuMs(this.fn.pid);
     try {
       // Driver: created Pending, then running; Spark asks for executors once it runs.
-      const [created] = await emulator.seed([sparkDriverPod(namespace, seed)]);
+      const [created] = await emulator.seed([realisticDriverPod(namespace, seed)]);
       let driver = created!;
-      await this.phase(sender, namespace, [{ step: 'driver: add (Pending)', event: adapterPodEvent('add', driver) }], sent);
-      driver = await emulator.call<PodBody>({ op: 'patch', resource: 'pods', namespace, name: driver.metadata.name, patch: { status: { phase: 'Running', podIP: '10.244.0.5', podIPs: [{ ip: '10.244.0.5' }] } } });
-      await this.phase(sender, namespace, [{ step: 'driver: update Running', event: adapterPodEvent('update', driver) }], sent);
+      await this.phase(sender, namespace, [{ step: 'driver: add (Pending)', event: podEvent('add', driver) }], sent);
+      driver = await emulator.call<PodBody>({ op: 'patch', resource: 'pods', namespace, name: driver.metadata.name, patch: DRIVER_RUNNING_PATCH });
+      await this.phase(sender, namespace, [{ step: 'driver: update Running', event: podEvent('update', driver) }], sent);
 
       const cpuScaleUp0 = cpuMs(this.fn.pid);
       let scaleUpMs = 0;
@@ -407,14 +353,14 @@ class Section {
       const names: string[] = [];
       for (let first = 1; first <= executors; first += BATCH_SIZE) {
         const ids = Array.from({ length: Math.min(BATCH_SIZE, executors - first + 1) }, (_, k) => first + k);
-        const pods = await emulator.seed(ids.map((id) => sparkExecutorPod(driver, id, GRACEFUL)));
+        const pods = await emulator.seed(ids.map((id) => realisticExecutorPod(driver, id, GRACEFUL_FINALIZER)));
         names.push(...pods.map((p) => p.metadata.name));
         const addStep = (k: number): Step => (k > 0 ? 'add: rest of a batch' : first === 1 ? 'add: first executor of the app' : 'add: first of a later batch');
-        scaleUpMs += await this.phase(sender, namespace, pods.map((p, k) => ({ step: addStep(k), event: adapterPodEvent('add', p) })), sent);
+        scaleUpMs += await this.phase(sender, namespace, pods.map((p, k) => ({ step: addStep(k), event: podEvent('add', p) })), sent);
         lastServiceMs = scaleUpMs;
         for (const s of STATUS_STEPS) {
-          const changed = await batch<PodBody>(emulator, pods.map((p, k) => patchCmd(namespace, p.metadata.name, statusPatch(s, p.metadata.name, first + k))));
-          scaleUpMs += await this.phase(sender, namespace, changed.map((p) => ({ step: `update: ${s}` as Step, event: adapterPodEvent('update', p) })), sent);
+          const changed = await batch<PodBody>(emulator, pods.map((p, k) => patchCmd(namespace, p.metadata.name, executorStatusPatch(s, p.metadata.name, first + k))));
+          scaleUpMs += await this.phase(sender, namespace, changed.map((p) => ({ step: `update: ${s}` as Step, event: podEvent('update', p) })), sent);
         }
       }
 
@@ -424,24 +370,24 @@ class Section {
       const cpuTeardown0 = cpuMs(this.fn.pid);
       let teardownMs = 0;
       const deleting = await batch<PodBody | null>(emulator, names.flatMap((name) => [{ op: 'delete', resource: 'pods', namespace, name } as EmulatorCommand, getCmd(namespace, name)]));
-      teardownMs += await this.phase(sender, namespace, deleting.filter((_, k) => k % 2 === 1).map((p) => ({ step: 'update: deletionTimestamp (still Running)' as Step, event: adapterPodEvent('update', p!) })), sent);
-      const failed = await batch<PodBody>(emulator, names.map((name, k) => patchCmd(namespace, name, statusPatch('failed', name, k + 1))));
-      teardownMs += await this.phase(sender, namespace, failed.map((p) => ({ step: 'update: phase Failed' as Step, event: adapterPodEvent('update', p) })), sent);
-      const removed = await batch<PodBody | null>(emulator, names.flatMap((name) => [getCmd(namespace, name), patchCmd(namespace, name, { metadata: { finalizers: null } })]));
-      teardownMs += await this.phase(sender, namespace, removed.filter((_, k) => k % 2 === 0).map((p) => ({ step: 'delete' as Step, event: adapterPodEvent('delete', p!) })), sent);
+      teardownMs += await this.phase(sender, namespace, deleting.filter((_, k) => k % 2 === 1).map((p) => ({ step: 'update: deletionTimestamp (still Running)' as Step, event: podEvent('update', p!) })), sent);
+      const failed = await batch<PodBody>(emulator, names.map((name, k) => patchCmd(namespace, name, executorStatusPatch('failed', name, k + 1))));
+      teardownMs += await this.phase(sender, namespace, failed.map((p) => ({ step: 'update: phase Failed' as Step, event: podEvent('update', p) })), sent);
+      const removed = await batch<PodBody | null>(emulator, names.flatMap((name) => [getCmd(namespace, name), patchCmd(namespace, name, RELEASE_PATCH)]));
+      teardownMs += await this.phase(sender, namespace, removed.filter((_, k) => k % 2 === 0).map((p) => ({ step: 'delete' as Step, event: podEvent('delete', p!) })), sent);
       const left = await emulator.countObjects('pods', namespace, 'spark-role=executor');
       if (left !== 0) this.failures.push(`sequential [${namespace}]: ${left} executor pod(s) still exist after their finalizers were removed`);
       const servicesBeforeDriverEnd = await emulator.countObjects('services', namespace);
       if (servicesBeforeDriverEnd !== executors) this.failures.push(`sequential [${namespace}]: ${servicesBeforeDriverEnd} Service(s) during the cool-down, expected ${executors}`);
       // The application ends: the driver finishes, then is deleted.
-      driver = await emulator.call<PodBody>({ op: 'patch', resource: 'pods', namespace, name: driver.metadata.name, patch: { status: { phase: 'Succeeded' } } });
-      teardownMs += await this.phase(sender, namespace, [{ step: 'driver: update Succeeded', event: adapterPodEvent('update', driver) }], sent);
+      driver = await emulator.call<PodBody>({ op: 'patch', resource: 'pods', namespace, name: driver.metadata.name, patch: DRIVER_SUCCEEDED_PATCH });
+      teardownMs += await this.phase(sender, namespace, [{ step: 'driver: update Succeeded', event: podEvent('update', driver) }], sent);
       const servicesGoneMs = teardownMs;
       const servicesLeft = await emulator.countObjects('services', namespace);
       if (servicesLeft !== 0) this.failures.push(`sequential [${namespace}]: ${servicesLeft} Service(s) left after the driver finished`);
       const last = await emulator.call<PodBody>({ op: 'get', resource: 'pods', namespace, name: driver.metadata.name });
       await emulator.call({ op: 'delete', resource: 'pods', namespace, name: driver.metadata.name });
-      teardownMs += await this.phase(sender, namespace, [{ step: 'driver: delete', event: adapterPodEvent('delete', last) }], sent);
+      teardownMs += await this.phase(sender, namespace, [{ step: 'driver: delete', event: podEvent('delete', last) }], sent);
       const cpuTeardown = cpuMs(this.fn.pid) - cpuTeardown0;
       const cpu = cpuMs(this.fn.pid) - cpu0;
 
@@ -500,7 +446,7 @@ class Section {
  * emulator, like Kubernetes, garbage-collects a Service whose owner does not).
  */
 async function floorBodies(emulator: EmulatorProcess, namespace: string, n: number, seed: number) {
-  const [driver] = await emulator.seed([{ ...sparkDriverPod(namespace, seed), status: { phase: 'Running', podIP: '10.244.0.5' } }]);
+  const [driver] = await emulator.seed([{ ...realisticDriverPod(namespace, seed), status: { phase: 'Running', podIP: '10.244.0.5' } }]);
   const appId = driver!.metadata.labels['spark-app-selector']!;
   const owner = { name: driver!.metadata.name, uid: driver!.metadata.uid! };
   return Array.from({ length: n }, (_, i) => desiredExecutorService(namespace, { appId, execId: String(i + 1), executor: { name: `bench-${seed}-exec-${i + 1}`, uid: `exec-uid-${seed}-${i + 1}` }, owner }, 7079));
@@ -544,10 +490,10 @@ async function pacedRun(section: Section, emulator: EmulatorProcess, fn: Functio
     if (meta.kind === 'add') lags.push((delivery.answeredUs - meta.createdUs) / 1000);
   });
   try {
-    const [created] = await emulator.seed([sparkDriverPod(namespace, seed)]);
+    const [created] = await emulator.seed([realisticDriverPod(namespace, seed)]);
     const driver = await emulator.call<PodBody>({ op: 'patch', resource: 'pods', namespace, name: created!.metadata.name, patch: { status: { phase: 'Running', podIP: '10.244.0.5' } } });
-    stream.push(adapterPodEvent('add', created!), { kind: 'update', createdUs: 0 });
-    stream.push(adapterPodEvent('update', driver), { kind: 'update', createdUs: 0 });
+    stream.push(podEvent('add', created!), { kind: 'update', createdUs: 0 });
+    stream.push(podEvent('update', driver), { kind: 'update', createdUs: 0 });
     await stream.drained();
     const requestsBefore = (await emulator.requests(namespace)).length;
     const startedUs = nowUs();
@@ -562,14 +508,14 @@ async function pacedRun(section: Section, emulator: EmulatorProcess, fn: Functio
       const ids = Array.from({ length: rate }, (_, j) => k * rate + j + 1);
       tasks.push(
         at(k * 1000, async () => {
-          const pods = await emulator.seed(ids.map((id) => sparkExecutorPod(driver, id)));
+          const pods = await emulator.seed(ids.map((id) => realisticExecutorPod(driver, id)));
           const createdUs = nowUs();
-          for (const p of pods) stream.push(adapterPodEvent('add', p), { kind: 'add', createdUs });
+          for (const p of pods) stream.push(podEvent('add', p), { kind: 'add', createdUs });
           for (const s of STATUS_STEPS) {
             tasks.push(
               at(k * 1000 + PACED_OFFSETS_MS[s], async () => {
-                const changed = await batch<PodBody>(emulator, pods.map((p, j) => patchCmd(namespace, p.metadata.name, statusPatch(s, p.metadata.name, ids[j]!))));
-                for (const p of changed) stream.push(adapterPodEvent('update', p), { kind: 'update', createdUs });
+                const changed = await batch<PodBody>(emulator, pods.map((p, j) => patchCmd(namespace, p.metadata.name, executorStatusPatch(s, p.metadata.name, ids[j]!))));
+                for (const p of changed) stream.push(podEvent('update', p), { kind: 'update', createdUs });
               }),
             );
           }
@@ -608,12 +554,12 @@ async function pacedRun(section: Section, emulator: EmulatorProcess, fn: Functio
 async function noopFixture(section: Section, emulator: EmulatorProcess, fn: FunctionProcess, namespace: string, seed: number, executors: number): Promise<PodBody[]> {
   const sender = new AdapterSender(fn.url);
   try {
-    const [created] = await emulator.seed([sparkDriverPod(namespace, seed)]);
+    const [created] = await emulator.seed([realisticDriverPod(namespace, seed)]);
     const driver = await emulator.call<PodBody>({ op: 'patch', resource: 'pods', namespace, name: created!.metadata.name, patch: { status: { phase: 'Running', podIP: '10.244.0.5' } } });
-    const pods = await emulator.seed(Array.from({ length: executors }, (_, i) => sparkExecutorPod(driver, i + 1)));
-    for (const p of pods) section.note(`${namespace} add`, await sender.send(adapterPodEvent('add', p)));
+    const pods = await emulator.seed(Array.from({ length: executors }, (_, i) => realisticExecutorPod(driver, i + 1)));
+    for (const p of pods) section.note(`${namespace} add`, await sender.send(podEvent('add', p)));
     const snapshots: PodBody[] = [];
-    for (const s of STATUS_STEPS) snapshots.push(...(await batch<PodBody>(emulator, pods.map((p, i) => patchCmd(namespace, p.metadata.name, statusPatch(s, p.metadata.name, i + 1))))));
+    for (const s of STATUS_STEPS) snapshots.push(...(await batch<PodBody>(emulator, pods.map((p, i) => patchCmd(namespace, p.metadata.name, executorStatusPatch(s, p.metadata.name, i + 1))))));
     return snapshots;
   } finally {
     sender.close();
@@ -642,8 +588,8 @@ async function noopRun(
   const sender = new AdapterSender(target.url);
   try {
     // Warm: every snapshot once (JIT; the function has seen each pod already).
-    for (const p of snapshots) section.note(`${namespace} no-op update (warm-up)`, await sender.send(adapterPodEvent('update', p)));
-    const events = Array.from({ length: n }, (_, i) => adapterPodEvent('update', snapshots[i % snapshots.length]!));
+    for (const p of snapshots) section.note(`${namespace} no-op update (warm-up)`, await sender.send(podEvent('update', p)));
+    const events = Array.from({ length: n }, (_, i) => podEvent('update', snapshots[i % snapshots.length]!));
     const before = (await emulator.requests(namespace)).length;
     const samples: number[] = [];
     let user = 0;
@@ -715,7 +661,7 @@ async function largeApp(section: Section, emulator: EmulatorProcess, fn: Functio
   };
   try {
     // The application ran `executors` executors; they are gone, their Services in their cool-down.
-    const [created] = await emulator.seed([{ ...sparkDriverPod(namespace, 900), status: { phase: 'Running', podIP: '10.244.0.5' } }]);
+    const [created] = await emulator.seed([{ ...realisticDriverPod(namespace, 900), status: { phase: 'Running', podIP: '10.244.0.5' } }]);
     const driver = created!;
     const appId = driver.metadata.labels['spark-app-selector']!;
     const markedAt = iso();
@@ -725,14 +671,14 @@ async function largeApp(section: Section, emulator: EmulatorProcess, fn: Functio
     });
     for (let i = 0; i < services.length; i += 250) await emulator.seed(services.slice(i, i + 250));
     // Another application starts in the same namespace: its first executor's add counts our Services.
-    const [other] = await emulator.seed([{ ...sparkDriverPod(namespace, 901), status: { phase: 'Running', podIP: '10.244.0.6' } }]);
-    const [exec] = await emulator.seed([sparkExecutorPod(other!, 1)]);
-    await one(`first add of another app (namespace holds ${executors} Services)`, 'add: first executor of the app', adapterPodEvent('add', exec!), other!.metadata.name);
-    const finished = await emulator.call<PodBody>({ op: 'patch', resource: 'pods', namespace, name: driver.metadata.name, patch: { status: { phase: 'Succeeded' } } });
-    await one(`driver update Succeeded (${executors} Services in their cool-down)`, 'driver: update Succeeded', adapterPodEvent('update', finished), driver.metadata.name);
+    const [other] = await emulator.seed([{ ...realisticDriverPod(namespace, 901), status: { phase: 'Running', podIP: '10.244.0.6' } }]);
+    const [exec] = await emulator.seed([realisticExecutorPod(other!, 1)]);
+    await one(`first add of another app (namespace holds ${executors} Services)`, 'add: first executor of the app', podEvent('add', exec!), other!.metadata.name);
+    const finished = await emulator.call<PodBody>({ op: 'patch', resource: 'pods', namespace, name: driver.metadata.name, patch: DRIVER_SUCCEEDED_PATCH });
+    await one(`driver update Succeeded (${executors} Services in their cool-down)`, 'driver: update Succeeded', podEvent('update', finished), driver.metadata.name);
     const last = await emulator.call<PodBody>({ op: 'get', resource: 'pods', namespace, name: driver.metadata.name });
     await emulator.call({ op: 'delete', resource: 'pods', namespace, name: driver.metadata.name });
-    await one('driver delete', 'driver: delete', adapterPodEvent('delete', last), driver.metadata.name);
+    await one('driver delete', 'driver: delete', podEvent('delete', last), driver.metadata.name);
     return out;
   } finally {
     sender.close();
@@ -812,12 +758,12 @@ export async function runSequential(options: SequentialOptions): Promise<Sequent
     try {
       // Pod sizes as the function receives them.
       {
-        const [d] = await emulator.seed([sparkDriverPod('seq-sizes', 1)]);
-        const [e] = await emulator.seed([sparkExecutorPod(d!, 1)]);
-        const add = adapterPodEvent('add', e!).body.length;
+        const [d] = await emulator.seed([realisticDriverPod('seq-sizes', 1)]);
+        const [e] = await emulator.seed([realisticExecutorPod(d!, 1)]);
+        const add = podEvent('add', e!).body.length;
         let ready = 0;
-        for (const s of STATUS_STEPS) ready = adapterPodEvent('update', await emulator.call<PodBody>(patchCmd('seq-sizes', e!.metadata.name, statusPatch(s, e!.metadata.name, 1)))).body.length;
-        const failed = adapterPodEvent('update', await emulator.call<PodBody>(patchCmd('seq-sizes', e!.metadata.name, statusPatch('failed', e!.metadata.name, 1)))).body.length;
+        for (const s of STATUS_STEPS) ready = podEvent('update', await emulator.call<PodBody>(patchCmd('seq-sizes', e!.metadata.name, executorStatusPatch(s, e!.metadata.name, 1)))).body.length;
+        const failed = podEvent('update', await emulator.call<PodBody>(patchCmd('seq-sizes', e!.metadata.name, executorStatusPatch('failed', e!.metadata.name, 1)))).body.length;
         podBytes = { add, ready, failed };
       }
       // Warm-up (JIT) of both sides, not timed.
@@ -928,8 +874,13 @@ export async function runSequential(options: SequentialOptions): Promise<Sequent
     if (noop !== undefined && (noop.cpuMsPerEvent > TARGETS.noopCpuMs || options.profile)) {
       await emulator.call({ op: 'latency', ms: 0 });
       const inspectPort = await freePort();
-      const prof = await startFunctionProcess({ entry: options.entry, kubeconfig: emulator.kubeconfig, env: fnEnv, logFile: join(options.resultsDir, 'function-sequential-profile.log'), inspectPort });
-      try {
+      // A profile that cannot be taken (the process did not get ready in time on a loaded
+      // machine) is reported as a failure; the figures measured so far are still written.
+      const prof = await startFunctionProcess({ entry: options.entry, kubeconfig: emulator.kubeconfig, env: fnEnv, logFile: join(options.resultsDir, 'function-sequential-profile.log'), inspectPort }).catch((error: unknown) => {
+        section!.failures.push(`sequential: the no-op profile could not be taken: ${error instanceof Error ? error.message : String(error)}`);
+        return undefined;
+      });
+      if (prof !== undefined) try {
         const snapshots = await noopFixture(section, emulator, prof, 'seq-noop-prof', 401, Math.min(50, options.executors));
         const inspector = await connectInspector(inspectPort);
         try {

@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { desiredExecutorService } from '../../shared/model/service-spec.ts';
 import { monotonicUs, summarizeProfile, type ProfileSummary } from '../lib/cpuprofile.ts';
-import { type PodBody, EventPoster, appDriver, appExecutors, podEvent, pool } from '../lib/load.ts';
+import { AdapterSender, podEvent, pool } from '../../testkit/apiserversource.ts';
+import { type PodBody, appDriver, appExecutors } from '../../testkit/spark-pods.ts';
 import { cpuMs, openSockets, ownCpuMs, startEmulatorProcess, startFunctionProcess, type EmulatorProcess } from '../lib/procs.ts';
 import { type Latency, latency, round } from '../lib/stats.ts';
 
@@ -136,7 +137,7 @@ export async function runFunction(options: RunOptions): Promise<VariantResult> {
       nodeArgs,
       logFile: join(options.resultsDir, `function-${tag}.log`),
     });
-    const poster = new EventPoster(fn.url, options.concurrency);
+    const poster = new AdapterSender(fn.url, { concurrency: options.concurrency });
     try {
       const warmEvents = warm.executors.map((e) => podEvent('add', e));
       const events = app.executors.map((e) => podEvent('add', e));

@@ -14,23 +14,14 @@ import { parseArgs } from 'node:util';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { Logger } from '../../shared/ops/log.ts';
-import type { Fault } from '../kube-emulator/index.ts';
-import { startEmulator } from '../kube-emulator/index.ts';
-import type { PostedReply } from '../support/cloudevents.ts';
-import { startHarness } from '../support/harness.ts';
-import { auditRequests } from '../reliability/audit.ts';
-import {
-  type RecordedEvent,
-  World,
-  deliver,
-  expectedServices,
-  int,
-  mismatches,
-  planApps,
-  rngFrom,
-  seedForeignServices,
-  sweepEvent,
-} from '../reliability/lifecycle.ts';
+import type { Fault } from '../../packages/kube-emulator/index.ts';
+import { startEmulator } from '../../packages/kube-emulator/index.ts';
+import type { PostedReply } from '../../testkit/apiserversource.ts';
+import { startHarness } from '../../testkit/harness.ts';
+import { auditRequests } from '../../testkit/audit.ts';
+import { type RecordedEvent, World, deliver, expectedServicesOf, int, planApps, rngFrom, seedForeignServices } from '../model/world.ts';
+import { postSweep } from '../../testkit/apiserversource.ts';
+import { convergenceProblems } from '../../testkit/oracle.ts';
 
 const { values } = parseArgs({
   options: {
@@ -178,16 +169,16 @@ const workers = Array.from({ length: CONCURRENCY }, async () => {
 await Promise.all([producer, ...workers]);
 const stoppedEarly = overTime();
 
-const expected = expectedServices(world, WATCHED, DEFAULT_PORT);
+const expected = expectedServicesOf(world, WATCHED, DEFAULT_PORT);
 const namespaces = [...WATCHED, ...UNWATCHED];
-const beforeSweep = mismatches(emulator, expected, namespaces, foreign);
+const beforeSweep = convergenceProblems(emulator, expected, namespaces, foreign);
 
 // The periodic sweep (PingSource), still under faults, redelivered like any event.
 let swept = false;
 for (let attempt = 0; attempt <= MAX_REDELIVERIES && !swept; attempt++) {
   stats.deliveries++;
   try {
-    swept = (await sweepEvent(h.url, `soak-sweep-${attempt}`)).status === 200;
+    swept = (await postSweep(h.url, `soak-sweep-${attempt}`)).status === 200;
   } catch {
     stats.connectionErrors++;
   }
@@ -196,7 +187,7 @@ for (let attempt = 0; attempt <= MAX_REDELIVERIES && !swept; attempt++) {
     await sleep(50 * 2 ** attempt);
   }
 }
-const afterSweep = mismatches(emulator, expected, namespaces, foreign);
+const afterSweep = convergenceProblems(emulator, expected, namespaces, foreign);
 const audit = auditRequests(emulator.requests, { namespaces: WATCHED, foreign });
 setFlagsFromString('--expose-gc');
 (runInNewContext('gc') as () => void)();

@@ -1,0 +1,199 @@
+/**
+ * The executor wrapper's DNS wait is bounded by SPARK_EXEC_SVC_WAIT_SECONDS, also when the DNS
+ * server never answers: the real `getent` and glibc resolver, in a network namespace this test
+ * creates (loopback only), whose resolv.conf is a Kubernetes pod's in shape
+ *     nameserver 127.0.0.1 / search a.svc b.svc c.svc / options ndots:5
+ * (`ip netns exec` bind-mounts /etc/netns/<name>/resolv.conf over /etc/resolv.conf), and a UDP
+ * "DNS server" on 127.0.0.1:53 inside it that reads every query and answers none. One unbounded
+ * `getent hosts <svc>.<ns>.svc` there takes 40 s (4 names x 5 s x 2 attempts); the wrapper must
+ * give up within its bound + 1 s, with `timeout` and with its watchdog (no `timeout` on PATH).
+ *
+ * Needs root and `ip` (iproute2); skipped, with the reason in the test name and on stderr, otherwise.
+ * The namespace, the /etc/netns/<name> directory and the server are removed afterwards; leftovers
+ * of a killed run (pid gone) are swept first.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { findBinary, isRoot, run } from '../../proof/fast-fail/sys.ts';
+import { executorServiceName } from '../../shared/model/naming.ts';
+import { APP, argAfter, executorEnv, type ExecutorLayout, makeExecutorLayout, pathWith, POD_IP, runScript } from './executor-wrapper.ts';
+
+const PREFIX = 'sxs-dns-';
+const SEARCH = ['a.svc', 'b.svc', 'c.svc'];
+
+function prerequisites(): { ok: true; ip: string } | { ok: false; reason: string } {
+  if (process.platform !== 'linux') return { ok: false, reason: 'not Linux' };
+  if (!isRoot()) return { ok: false, reason: 'not root' };
+  const ip = findBinary('ip');
+  if (ip === null) return { ok: false, reason: '`ip` (iproute2) not found' };
+  for (const cmd of ['getent', 'timeout']) if (findBinary(cmd) === null) return { ok: false, reason: `\`${cmd}\` not found` };
+  const probe = `${PREFIX}probe-${process.pid}`;
+  const add = run(ip, ['netns', 'add', probe]);
+  if (!add.ok) return { ok: false, reason: `cannot create a network namespace: ${add.stderr.trim()}` };
+  run(ip, ['netns', 'del', probe]);
+  return { ok: true, ip };
+}
+
+const pre = prerequisites();
+const skipReason = pre.ok ? '' : ` (SKIPPED: ${pre.reason}; needs root + iproute2)`;
+if (!pre.ok) console.warn(`executor DNS netns test skipped: ${pre.reason}`);
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Namespaces (and /etc/netns dirs) of earlier runs whose process is gone. */
+function sweepStale(ip: string): void {
+  const names = new Set<string>();
+  for (const line of run(ip, ['netns', 'list']).stdout.split('\n')) {
+    const name = line.trim().split(/\s+/)[0] ?? '';
+    if (name.startsWith(PREFIX)) names.add(name);
+  }
+  if (existsSync('/etc/netns')) for (const d of readdirSync('/etc/netns')) if (d.startsWith(PREFIX)) names.add(d);
+  for (const name of names) {
+    const pid = Number(/^sxs-dns-(?:probe-)?(\d+)/.exec(name)?.[1] ?? NaN);
+    if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid || isAlive(pid)) continue;
+    run(ip, ['netns', 'del', name]);
+    rmSync(join('/etc/netns', name), { recursive: true, force: true });
+  }
+}
+
+// A DNS server that swallows queries: prints "ready", then one "Q <name>" line per query.
+const SILENT_DNS = `
+import dgram from 'node:dgram';
+const sock = dgram.createSocket('udp4');
+sock.on('message', (m) => {
+  const labels = [];
+  for (let i = 12; i < m.length && m[i] !== 0; i += m[i] + 1) labels.push(m.subarray(i + 1, i + 1 + m[i]).toString('latin1'));
+  process.stdout.write('Q ' + labels.join('.') + '\\n');
+});
+sock.bind(53, '127.0.0.1', () => process.stdout.write('ready\\n'));
+`;
+
+describe('executor DNS wait against a DNS server that never answers (netns)', () => {
+  const ip = pre.ok ? pre.ip : 'ip';
+  const name = `${PREFIX}${process.pid}-${Math.random().toString(16).slice(2, 8)}`;
+  const etcDir = join('/etc/netns', name);
+  // made in beforeAll, which does not run when the tests are skipped
+  let layout: ExecutorLayout | null = null;
+  let noTimeoutBin = '';
+  let createdEtcNetns = false;
+  let server: ChildProcess | null = null;
+  let queries = '';
+
+  beforeAll(async () => {
+    if (!pre.ok) return;
+    sweepStale(ip);
+    layout = makeExecutorLayout('exec-svc-dns-');
+    noTimeoutBin = pathWith(
+      join(layout.root, 'no-timeout-bin'),
+      ['sh', 'env', 'sed', 'sort', 'head', 'tr', 'sha256sum', 'cut', 'cat', 'sleep', 'date', 'getent', ...(findBinary('busybox') !== null ? ['busybox'] : [])],
+      `${process.env.PATH ?? ''}:/usr/sbin:/usr/bin:/sbin:/bin`,
+    );
+    const add = run(ip, ['netns', 'add', name]);
+    if (!add.ok) throw new Error(`ip netns add ${name}: ${add.stderr}`);
+    const lo = run(ip, ['-n', name, 'link', 'set', 'lo', 'up']);
+    if (!lo.ok) throw new Error(`ip link set lo up: ${lo.stderr}`);
+    createdEtcNetns = !existsSync('/etc/netns');
+    mkdirSync(etcDir, { recursive: true });
+    writeFileSync(join(etcDir, 'resolv.conf'), `nameserver 127.0.0.1\nsearch ${SEARCH.join(' ')}\noptions ndots:5\n`);
+    const script = join(layout.root, 'silent-dns.mjs');
+    writeFileSync(script, SILENT_DNS);
+    const child = spawn(ip, ['netns', 'exec', name, process.execPath, script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    server = child;
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('silent DNS server did not start within 10 s')), 10_000);
+      child.stdout?.on('data', (c: Buffer) => {
+        queries += c.toString('utf8');
+        if (queries.includes('ready\n')) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`silent DNS server exited (${code})`));
+      });
+    });
+  }, 20_000);
+
+  afterAll(() => {
+    if (!pre.ok) return;
+    server?.kill('SIGKILL');
+    const del = run(ip, ['netns', 'del', name]);
+    if (!del.ok) console.warn(`could not delete namespace ${name}: ${del.stderr.trim()}`);
+    rmSync(etcDir, { recursive: true, force: true });
+    if (createdEtcNetns) {
+      try {
+        rmdirSync('/etc/netns');
+      } catch {
+        // not empty: someone else's namespaces live there too
+      }
+    }
+    layout?.remove();
+    expect(run(ip, ['netns', 'list']).stdout).not.toContain(name);
+  });
+
+  const shells: { name: string; cmd: string[] }[] = [
+    { name: 'sh', cmd: ['sh'] },
+    ...(findBinary('busybox') !== null ? [{ name: 'busybox sh', cmd: ['busybox', 'sh'] }] : []),
+  ];
+  let execId = 100;
+
+  function wrapperIn(shell: string[], extra: Record<string, string | undefined>) {
+    if (layout === null) throw new Error('no layout');
+    execId += 1;
+    const id = String(execId);
+    const host = `${executorServiceName(APP, id)}.jobs.svc`;
+    const env = executorEnv(layout, { SPARK_EXECUTOR_ID: id, SPARK_EXEC_SVC_WAIT_INTERVAL: '0.5', ...extra });
+    return { host, result: runScript(ip, ['netns', 'exec', name, ...shell, layout.wrapper, 'executor'], env) };
+  }
+
+  it.skipIf(!pre.ok)(`an unbounded look-up of the Service name outlasts the bound: getent is still waiting after 4.5 s${skipReason}`, { timeout: 15_000 }, async () => {
+    const host = `${executorServiceName(APP, '99')}.jobs.svc`;
+    const r = await runScript(ip, ['netns', 'exec', name, 'timeout', '4.5', 'getent', 'hosts', host], { PATH: process.env.PATH ?? '/usr/bin:/bin' });
+    expect(r.code).toBe(124); // killed by timeout, not answered
+    expect(r.ms).toBeGreaterThanOrEqual(4400);
+    // ndots:5 sends the 2-dot name through the search path first
+    expect(queries).toContain(`Q ${host}.${SEARCH[0]}\n`);
+  });
+
+  describe.concurrent.each(shells)('under $name', ({ cmd }) => {
+    for (const [bound, timer] of [
+      [3, 'timeout'],
+      [5, 'timeout'],
+      [3, 'watchdog'],
+    ] as const) {
+      it.skipIf(!pre.ok)(`gives up within ${bound} s + 1 s and keeps the pod IP (${timer})${skipReason}`, { timeout: 20_000 }, async () => {
+        const pathEnv = timer === 'watchdog' ? { PATH: noTimeoutBin } : {};
+        const { host, result } = wrapperIn(cmd, { SPARK_EXEC_SVC_WAIT_SECONDS: String(bound), ...pathEnv });
+        const r = await result;
+        console.log(`[dns-netns] ${cmd.join(' ')} bound ${bound} s (${timer}): ${(r.ms / 1000).toFixed(2)} s; ${r.stderr.trim().split('\n').at(-1)}`);
+        expect(r.code).toBe(0);
+        expect(r.ms).toBeGreaterThanOrEqual(bound * 1000 - 100);
+        expect(r.ms).toBeLessThanOrEqual(bound * 1000 + 1000);
+        expect(argAfter(r.args, '--hostname')).toBe(POD_IP);
+        expect(r.args).not.toContain('--bind-address');
+        expect(r.stderr).toMatch(new RegExp(`${host.replaceAll('.', '\\.')} does not resolve after ${bound}\\.\\d\\ds \\(1 look-up\\(s\\), 1 cut off unanswered by the DNS server\\)`));
+        // the look-ups did reach the (silent) DNS server, through the search path
+        expect(queries).toContain(`Q ${host}.${SEARCH[0]}\n`);
+      });
+    }
+
+    it.skipIf(!pre.ok)(`fails within the bound + 1 s with SPARK_EXEC_SVC_ON_TIMEOUT=fail${skipReason}`, { timeout: 20_000 }, async () => {
+      const { result } = wrapperIn(cmd, { SPARK_EXEC_SVC_WAIT_SECONDS: '3', SPARK_EXEC_SVC_ON_TIMEOUT: 'fail' });
+      const r = await result;
+      expect(r.code).toBe(1);
+      expect(r.ms).toBeLessThanOrEqual(4000);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toContain('failing (SPARK_EXEC_SVC_ON_TIMEOUT=fail)');
+    });
+  });
+});

@@ -1,0 +1,77 @@
+import { startFunctionServer, type FunctionServer } from '../functions/executor-service/server.ts';
+import { type Config, loadConfig } from '../shared/ops/config.ts';
+import { CoreV1KubeClient } from '../shared/kube/client.ts';
+import { type Logger, jsonLogger } from '../shared/ops/log.ts';
+import { type Metrics, newMetrics } from '../shared/ops/metrics.ts';
+import { type ProcessCaches, newProcessCaches } from '../shared/triggers/process-state.ts';
+import { type KubeEmulator, startEmulator } from '../packages/kube-emulator/index.ts';
+import { type ContentMode, type PostedReply, postPodEvent } from './apiserversource.ts';
+import type { PodBody } from './spark-pods.ts';
+
+export interface Harness {
+  readonly emulator: KubeEmulator;
+  readonly fn: FunctionServer;
+  readonly url: string;
+  readonly config: Config;
+  readonly metrics: Metrics;
+  /** The process's caches (for tests of their bounds only: assert on behaviour, not on these). */
+  readonly caches: ProcessCaches;
+  /** Log lines the function wrote, parsed. */
+  readonly logs: Array<Record<string, unknown>>;
+  /** Creates the pod in the emulator (as the kubelet's world would) and returns it with uid etc. */
+  createPod(pod: PodBody): PodBody;
+  /** Sends a Resource-mode event for the pod's current (or given) state. */
+  send(verb: 'add' | 'update' | 'delete', pod: PodBody, mode?: ContentMode): Promise<PostedReply>;
+  /** Sends a Reference-mode event. */
+  sendRef(verb: 'add' | 'update' | 'delete', namespace: string, name: string): Promise<PostedReply>;
+  services(namespace: string): Array<Record<string, unknown>>;
+  close(): Promise<void>;
+}
+
+export interface HarnessOptions {
+  readonly logger?: Logger;
+  readonly now?: () => Date;
+  /** Share another harness's API server (e.g. two function instances); it is then not stopped by close(). */
+  readonly emulator?: KubeEmulator;
+  /** The function's metrics (its own prom-client Registry); default: a new one without Node's process metrics. */
+  readonly metrics?: Metrics;
+}
+
+export async function startHarness(env: Record<string, string> = {}, opts: HarnessOptions = {}): Promise<Harness> {
+  const emulator = opts.emulator ?? (await startEmulator());
+  const config = loadConfig({ WATCH_NAMESPACES: 'spark', BLOCK_MANAGER_PORT: '7079', LOG_LEVEL: 'debug', ...env }, () => undefined);
+  const logs: Array<Record<string, unknown>> = [];
+  const log = opts.logger ?? jsonLogger('debug', (line) => logs.push(JSON.parse(line) as Record<string, unknown>));
+  const metrics = opts.metrics ?? newMetrics();
+  const caches = newProcessCaches();
+  const fn = await startFunctionServer(
+    {
+      client: new CoreV1KubeClient(emulator.kubeConfig(), config.requestTimeoutMs),
+      config,
+      log,
+      metrics,
+      caches,
+      now: opts.now,
+    },
+    { port: 0, host: '127.0.0.1' },
+  );
+  const url = `http://127.0.0.1:${fn.port}/`;
+  return {
+    emulator,
+    fn,
+    url,
+    config,
+    metrics,
+    caches,
+    logs,
+    createPod: (pod) => emulator.seed(pod) as PodBody,
+    send: (verb, pod, mode = 'binary') => postPodEvent(url, verb, pod, { content: mode }),
+    sendRef: (verb, namespace, name) => postPodEvent(url, verb, { metadata: { namespace, name } }, { mode: 'ref' }),
+    services: (namespace) => emulator.listObjects('services', namespace),
+    async close() {
+      await fn.shutdown(1000);
+      if (opts.emulator === undefined) await emulator.stop();
+    },
+  };
+}
+
