@@ -6,7 +6,7 @@
 // what it got. Used by test/naming-entrypoint.test.ts (with a fake getent) and
 // test/executor-dns-netns.test.ts (with the real getent, in a network namespace).
 import { spawn } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -143,6 +143,10 @@ export interface Result {
   stdout: string;
   stderr: string;
   ms: number;
+  /** performance.now() at the spawn */
+  startedAt: number;
+  /** ms from the spawn to the first output on stdout (the fake entrypoint's first line), if any */
+  firstStdoutMs: number | undefined;
   /** what the fake java got, one entry per argument */
   args: string[];
   javaHome: string | undefined;
@@ -155,7 +159,11 @@ export function runScript(cmd: string, argv: string[], env: NodeJS.ProcessEnv): 
     const child = spawn(cmd, argv, { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
+    let firstStdoutMs: number | undefined;
+    child.stdout.on('data', (c: Buffer) => {
+      firstStdoutMs ??= performance.now() - started;
+      stdout += c.toString('utf8');
+    });
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
     child.on('error', reject);
     // timed at 'exit'; the output is complete at 'close'
@@ -168,6 +176,8 @@ export function runScript(cmd: string, argv: string[], env: NodeJS.ProcessEnv): 
         stdout,
         stderr,
         ms: ms === 0 ? performance.now() - started : ms,
+        startedAt: started,
+        firstStdoutMs,
         args: lines.filter((l) => l.startsWith('ARG ')).map((l) => l.slice(4)),
         javaHome: lines.find((l) => l.startsWith('JAVA_HOME='))?.slice('JAVA_HOME='.length),
       });
@@ -178,4 +188,44 @@ export function runScript(cmd: string, argv: string[], env: NodeJS.ProcessEnv): 
 export function argAfter(args: string[], flag: string): string | undefined {
   const i = args.indexOf(flag);
   return i < 0 ? undefined : args[i + 1];
+}
+
+/** Pids of the processes whose parent is `pid` (from /proc/<pid>/stat: "pid (comm) state ppid ..."). */
+export function childPids(pid: number): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue; // gone meanwhile
+    }
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    if (ppid === pid) found.push(Number(entry));
+  }
+  return found;
+}
+
+/**
+ * Live (non-zombie) processes whose environment holds `name=value`: everything a run started with
+ * that variable in its env, its children and their children included, whoever reaped them.
+ * Each as "pid comm".
+ */
+export function processesWithEnv(name: string, value: string): string[] {
+  const needle = Buffer.from(`\0${name}=${value}\0`);
+  const found: string[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const environ = Buffer.concat([Buffer.from([0]), readFileSync(`/proc/${entry}/environ`)]);
+      if (!environ.includes(needle)) continue;
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) continue;
+      found.push(`${entry} ${stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))}`);
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return found;
 }
