@@ -337,7 +337,7 @@ describe.concurrent.each(shells)('executor-entrypoint.sh under $name', ({ cmd, n
 // in, and never start Spark's entrypoint. Run plainly, and as PID 1 of a new PID namespace
 // (`unshare --pid --fork --mount-proc`, root only), in a look-up that hangs (with `timeout`, with the
 // watchdog) and in the pause between look-ups.
-const SIGNAL_AT_MS = 1000; // into a 6 s wait
+const SIGNAL_AT_MS = 1000; // after the first look-up, into a 6 s wait
 const SIGNAL_EXIT_MS = 500; // from the signal to the wrapper's exit
 // by absolute path: some runs set a PATH without it
 const UNSHARE = [findBinary('unshare') ?? 'unshare', '--pid', '--fork', '--mount-proc', '--kill-child'];
@@ -371,7 +371,7 @@ interface SignalledRun {
   signal: NodeJS.Signals | null;
   stdout: string;
   stderr: string;
-  /** from spawning to the signal */
+  /** from the first look-up to the signal */
   sentAtMs: number;
   /** from the signal to the exit of the wrapper (of unshare, for PID 1) */
   exitAfterMs: number;
@@ -415,12 +415,15 @@ async function signalDuringWait(
   let wrapperPid: number | undefined;
   try {
     if (child.pid === undefined) throw new Error(`could not start ${cmd}`);
-    // the wait has begun (a first look-up ran) and SIGNAL_AT_MS have passed
-    while (!existsSync(getentLog) || performance.now() - started < SIGNAL_AT_MS) {
-      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the wrapper ended before the signal: ${stderr}`);
+    // SIGNAL_AT_MS after the first look-up started (the fake getent's log appeared)
+    while (!existsSync(getentLog)) {
+      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the wrapper ended before its first look-up: ${stderr}`);
       if (performance.now() - started > 10_000) throw new Error(`no look-up within 10 s: ${stderr}`);
-      await sleep(10);
+      await sleep(5);
     }
+    const firstLookUp = performance.now();
+    await sleep(SIGNAL_AT_MS);
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the wrapper ended before the signal: ${stderr}`);
     wrapperPid = child.pid;
     if (pid1) {
       // unshare --fork: the wrapper is unshare's only child
@@ -439,7 +442,7 @@ async function signalDuringWait(
       await sleep(20);
       leftovers = processesWithEnv('SPARK_EXEC_SVC_TEST_MARK', mark);
     }
-    return { code: exit.code, signal: exit.signal, stdout, stderr, sentAtMs: sentAt - started, exitAfterMs: exit.at - sentAt, nsPid, leftovers };
+    return { code: exit.code, signal: exit.signal, stdout, stderr, sentAtMs: sentAt - firstLookUp, exitAfterMs: exit.at - sentAt, nsPid, leftovers };
   } finally {
     // whatever happened: nothing of this run survives it
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
@@ -480,7 +483,7 @@ describe.each(signalShells)('executor-entrypoint.sh stopped during its DNS wait,
       async () => {
         const r = await signalDuringWait(cmd, pid1, signal, env);
         console.log(
-          `[signal] ${cmd.join(' ')} ${as}, ${signal} at ${(r.sentAtMs / 1000).toFixed(2)} s: exit ${r.code ?? r.signal} after ${r.exitAfterMs.toFixed(0)} ms; ${r.stderr.trim().split('\n').at(-1)}`,
+          `[signal] ${cmd.join(' ')} ${as}, ${signal} ${(r.sentAtMs / 1000).toFixed(2)} s into the wait: exit ${r.code ?? r.signal} after ${r.exitAfterMs.toFixed(0)} ms; ${r.stderr.trim().split('\n').at(-1)}`,
         );
         if (pid1) expect(r.nsPid).toMatch(/\s1$/);
         expect({ code: r.code, signal: r.signal }).toEqual({ code, signal: null });
