@@ -286,10 +286,10 @@ watchdog() {
 # search domain (ndots:5 puts <svc>.<ns>.svc through all of them) and waits `timeout` x `attempts`
 # (5 s x 2) for each when the DNS server does not answer, 40 s for a cluster's 3 search domains.
 # coreutils' `timeout` kills it at its budget, to the millisecond. busybox's counts whole seconds
-# (1.35, coreutils/timeout.c: sleep(1) per second, a fraction truncated, at least 1): with 0.50 s
-# left it kills after 1 s, with 1.50 s after 1 s. So any `timeout` but coreutils' (GNU or uutils)
-# is left alone, and a watchdog subshell does the same job. Exit status: getent's (0 found, 2 not
-# found), 124/137 when cut off.
+# (busybox coreutils/timeout.c: a watcher process that sleep(1)s per second; measured with 1.35:
+# `-s KILL 0.50` kills after 1.1 s, `1.50` after 1.0 s), which overran the bound by up to 1 s. So
+# any `timeout` but coreutils' (GNU or uutils) is left alone, and a watchdog subshell does the job.
+# Exit status: getent's (0 found, 2 not found), 124/137 when cut off.
 lookup_timer=watchdog
 if command -v timeout >/dev/null 2>&1 && timeout -s KILL 5 true >/dev/null 2>&1; then
   case $(timeout --version 2>/dev/null) in

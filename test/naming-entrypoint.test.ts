@@ -56,6 +56,17 @@ const noTimeoutBin = pathWith(
   process.env.PATH ?? '/usr/bin:/bin',
 );
 
+// a `sleep` that refuses fractions of a second, first on PATH
+const wholeSleepBin = join(root, 'whole-sleep-bin');
+mkdirSync(wholeSleepBin);
+writeExecutable(
+  join(wholeSleepBin, 'sleep'),
+  `#!/bin/sh
+case $1 in *[!0-9]*) echo "sleep: invalid number '$1'" >&2; exit 1 ;; esac
+exec ${findBinary('sleep') ?? '/bin/sleep'} "$1"
+`,
+);
+
 afterAll(() => layout.remove());
 
 function baseEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
@@ -310,6 +321,22 @@ describe.concurrent.each(shells)('executor-entrypoint.sh under $name', ({ cmd, n
       expect(r.stderr).toMatch(/does not resolve after 2\.\d\ds \(1 look-up\(s\), 1 cut off unanswered by the DNS server\)/);
     }, 15_000);
   }
+
+  // A `sleep` that takes whole seconds only (busybox built without FEATURE_FLOAT_SLEEP): the wrapper
+  // rounds its pauses and its watchdog up to whole seconds, says so, and the wait ends within 1 s late.
+  it('says so, and stays within a second of the bound, when sleep takes whole seconds only', async () => {
+    const r = await runWrapper(
+      cmd,
+      ['executor'],
+      env({ SPARK_EXECUTOR_ID: '19', SPARK_EXEC_SVC_WAIT_SECONDS: '2', SPARK_EXEC_SVC_WAIT_INTERVAL: '0.3', PATH: `${fakeBin}:${wholeSleepBin}:${noTimeoutBin}` }),
+    );
+    expect(r.code).toBe(0);
+    expect(r.ms).toBeGreaterThanOrEqual(1900);
+    expect(r.ms).toBeLessThan(4000);
+    expect(argAfter(r.args, '--hostname')).toBe(POD_IP);
+    expect(r.stderr).toContain('sleep takes whole seconds only');
+    expect(r.stderr).toMatch(/does not resolve after [23]\.\d\ds/);
+  }, 15_000);
 
   it('keeps Spark behaviour when it cannot name the Service', async () => {
     for (const extra of [
