@@ -291,7 +291,7 @@ watchdog() {
 # any `timeout` but coreutils' (GNU or uutils) is left alone, and a watchdog subshell does the job.
 # Exit status: getent's (0 found, 2 not found), 124/137 when cut off.
 lookup_timer=watchdog
-if command -v timeout >/dev/null 2>&1 && timeout -s KILL 5 true >/dev/null 2>&1; then
+if command -v timeout >/dev/null 2>&1; then
   case $(timeout --version 2>/dev/null) in
     *coreutils*) lookup_timer=timeout ;;
   esac
@@ -322,7 +322,7 @@ if [ "$wait_seconds" -eq 0 ]; then
 elif ! command -v getent >/dev/null 2>&1; then
   log "getent not found: cannot wait for $advertise_host, advertising it unverified"
 else
-  if sleep 0.01 2>/dev/null; then
+  if sleep 0.00 2>/dev/null; then
     fractional_sleep=true
   else
     fractional_sleep=false

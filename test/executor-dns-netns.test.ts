@@ -209,9 +209,10 @@ describe('executor DNS wait against a DNS server that never answers (netns)', ()
     if (!queries.includes(ack)) throw new Error(`the DNS server did not take ${host}`);
   }
 
-  // NXDOMAIN for 2.3 s, then silence: look-ups at about 0, 0.5, 1.0, 1.5 and 2.0 s are answered, the
-  // next one (about 2.5 s) is not and has about 0.5 s left when it starts
-  const NOT_FOUND_MS = 2300;
+  // NXDOMAIN for 2.5 s, then silence: with 0.1 s between look-ups, the first one after 2.5 s starts
+  // with about 0.4 s left and is not answered
+  const NOT_FOUND_MS = 2500;
+  const NOT_FOUND_INTERVAL = '0.1';
   /**
    * The wait as seen from outside: from the server's first query for the host to the first output of
    * Spark's entrypoint (the wrapper writes only to stderr). It starts a few ms after the wrapper's own
@@ -273,7 +274,9 @@ describe('executor DNS wait against a DNS server that never answers (netns)', ()
     for (const timer of ['timeout', 'watchdog'] as const) {
       it.skipIf(!pre.ok)(`"not found", then no answer: the cut-off look-up ends the wait within 3 s + 0.2 s (${timer})${skipReason}`, { timeout: 20_000 }, async () => {
         const pathEnv = timer === 'watchdog' ? { PATH: noTimeoutBin } : {};
-        const { host, result } = wrapperIn(cmd, { SPARK_EXEC_SVC_WAIT_SECONDS: '3', ...pathEnv }, (h) => notFoundThenSilent(h, NOT_FOUND_MS));
+        const { host, result } = wrapperIn(cmd, { SPARK_EXEC_SVC_WAIT_SECONDS: '3', SPARK_EXEC_SVC_WAIT_INTERVAL: NOT_FOUND_INTERVAL, ...pathEnv }, (h) =>
+          notFoundThenSilent(h, NOT_FOUND_MS),
+        );
         const r = await result;
         console.log(`[dns-netns] ${cmd.join(' ')} "not found" then silent, bound 3 s (${timer}): wait ${(waitMs(r, host) / 1000).toFixed(2)} s, run ${(r.ms / 1000).toFixed(2)} s; ${r.stderr.trim().split('\n').at(-1)}`);
         expectCutOffWithinBound(r, host, 3);
@@ -297,7 +300,9 @@ describe('executor DNS wait against a DNS server that never answers (netns)', ()
     `"not found", then no answer: within 3 s + 0.2 s under busybox sh with busybox's own tools, its whole-second timeout included${skipReason}${busyboxTools ? '' : ' (SKIPPED: no busybox)'}`,
     { timeout: 20_000 },
     async () => {
-      const { host, result } = wrapperIn([busyboxBinary ?? 'busybox', 'sh'], { SPARK_EXEC_SVC_WAIT_SECONDS: '3', PATH: busyboxOnlyBin }, (h) => notFoundThenSilent(h, NOT_FOUND_MS));
+      const { host, result } = wrapperIn([busyboxBinary ?? 'busybox', 'sh'], { SPARK_EXEC_SVC_WAIT_SECONDS: '3', SPARK_EXEC_SVC_WAIT_INTERVAL: NOT_FOUND_INTERVAL, PATH: busyboxOnlyBin }, (h) =>
+        notFoundThenSilent(h, NOT_FOUND_MS),
+      );
       const r = await result;
       console.log(`[dns-netns] busybox sh, busybox's tools, "not found" then silent, bound 3 s: wait ${(waitMs(r, host) / 1000).toFixed(2)} s, run ${(r.ms / 1000).toFixed(2)} s; ${r.stderr.trim().split('\n').at(-1)}`);
       expectCutOffWithinBound(r, host, 3);
