@@ -11,8 +11,9 @@
 #      shared/model/naming.ts, and the host name <name>.<namespace>.<suffix> (suffix "svc");
 #   2. waits, at most SPARK_EXEC_SVC_WAIT_SECONDS (default 30) in total, until that name resolves
 #      (`getent hosts`), i.e. until the Service exists and cluster DNS serves it; every look-up is
-#      cut off at the time left (`timeout -s KILL`, or a watchdog where there is no `timeout`), as a
-#      DNS server that does not answer would otherwise hold one getent for 40 s and more;
+#      cut off at the time left (coreutils' `timeout -s KILL`, else a watchdog), as a DNS server
+#      that does not answer would otherwise hold one getent for 40 s and more; SIGTERM or SIGINT
+#      ends the wait at once (exit 143 / 130), and Spark's entrypoint is then never started;
 #   3. points JAVA_HOME at the java shim (java-shim.sh, mounted as <home>/jvm/bin/java), which
 #      Spark's entrypoint then runs as ${JAVA_HOME}/bin/java: the shim restores the real
 #      JAVA_HOME and rewrites the executor backend's command to
@@ -56,6 +57,36 @@ entrypoint=${SPARK_EXEC_SVC_ENTRYPOINT:-/opt/entrypoint.sh}
 pass_through() {
   exec "$entrypoint" "$@"
 }
+
+# Signals. In the pod the wrapper is the container's PID 1 until it execs Spark's entrypoint (which
+# hands over to tini). The kubelet stops a deleted pod's container with SIGTERM to its PID 1, and
+# the kernel drops a signal to a PID namespace's init that has no handler for it
+# (pid_namespaces(7)): without a trap the wait went on and java started after it. So TERM and INT
+# end the wrapper at once, with 143 / 130, killing what it was waiting on, and Spark's entrypoint is
+# not started. A shell runs a trap only after the foreground command has ended, but a trapped
+# signal ends `wait` at once (POSIX, wait): so the wait runs its look-ups and pauses in the
+# background and waits for them (in_background, lookup).
+waiting_on=   # pids of the wait's running children, which the handler kills
+newest_child= # the newest child recorded in waiting_on
+waiting_for=  # the host while the wait runs
+on_signal() { # signal name, exit status
+  trap '' TERM INT
+  # a signal between `cmd &` and the line that records its pid: the new child is only in $!
+  if [ -n "$!" ] && [ "$!" != "$newest_child" ]; then
+    waiting_on="$waiting_on $!"
+  fi
+  for _pid in $waiting_on; do
+    kill -TERM "$_pid" 2>/dev/null
+  done
+  if [ -n "$waiting_for" ]; then
+    log "SIG$1 while waiting for $waiting_for ($tries look-up(s) in $(cs_to_s "$(($(now_cs) - start))")s): exiting $2 without starting Spark's entrypoint"
+  else
+    log "SIG$1 before Spark's entrypoint was started: exiting $2 without starting it"
+  fi
+  exit "$2"
+}
+trap 'on_signal TERM 143' TERM
+trap 'on_signal INT 130' INT
 
 if [ "${1-}" != executor ]; then
   pass_through "$@"
@@ -219,32 +250,70 @@ now_cs() {
   printf '%s\n' "$(($(date +%s) * 100))"
 }
 
+# Runs "$@" in the background, its output discarded, and waits for it (so that a signal's trap
+# runs at once); its exit status. (No redirection around the call: the trap would inherit it.)
+in_background() {
+  "$@" >/dev/null 2>&1 &
+  waiting_on=$!
+  newest_child=$!
+  wait "$!"
+  _bg_rc=$?
+  waiting_on=
+  return "$_bg_rc"
+}
+
+# Does `sleep` take fractions of a second (coreutils; busybox unless built without
+# FEATURE_FLOAT_SLEEP)? If not, sleeps are rounded up to whole seconds.
+sleep_arg() { # centiseconds -> argument for sleep
+  if [ "$fractional_sleep" = true ]; then
+    cs_to_s "$1"
+  else
+    printf '%s\n' "$((($1 + 99) / 100))"
+  fi
+}
+
+# Kills pid $1 after $2 centiseconds, unless it is told to stop first (SIGTERM), which also ends
+# its sleep. Run in the background: a subshell, where $! is still the parent's until sleep starts.
+watchdog() {
+  _wd_before=$!
+  trap '[ "$!" = "$_wd_before" ] || kill -TERM "$!" 2>/dev/null; exit 0' TERM
+  sleep "$(sleep_arg "$2")" &
+  wait "$!"
+  kill -KILL "$1"
+}
+
 # One look-up, never longer than $2 centiseconds. getent alone is not bounded: glibc tries every
 # search domain (ndots:5 puts <svc>.<ns>.svc through all of them) and waits `timeout` x `attempts`
 # (5 s x 2) for each when the DNS server does not answer, 40 s for a cluster's 3 search domains.
-# With coreutils/busybox `timeout` the look-up is killed at its budget; without it a watchdog
-# subshell does the same. Exit status: getent's (0 found, 2 not found), 124/137 when cut off.
-if command -v timeout >/dev/null 2>&1 && timeout -s KILL 5 true >/dev/null 2>&1; then
-  lookup_timer=timeout
-else
-  lookup_timer=watchdog
+# coreutils' `timeout` kills it at its budget, to the millisecond. busybox's counts whole seconds
+# (busybox coreutils/timeout.c: a watcher process that sleep(1)s per second; measured with 1.35:
+# `-s KILL 0.50` kills after 1.1 s, `1.50` after 1.0 s), which overran the bound by up to 1 s. So
+# any `timeout` but coreutils' (GNU or uutils) is left alone, and a watchdog subshell does the job.
+# Exit status: getent's (0 found, 2 not found), 124/137 when cut off.
+lookup_timer=watchdog
+if command -v timeout >/dev/null 2>&1; then
+  case $(timeout --version 2>/dev/null) in
+    *coreutils*) lookup_timer=timeout ;;
+  esac
 fi
 lookup() {
-  _budget=$(cs_to_s "$2")
   if [ "$lookup_timer" = timeout ]; then
-    timeout -s KILL "$_budget" getent hosts "$1" >/dev/null 2>&1
+    in_background timeout -s KILL "$(cs_to_s "$2")" getent hosts "$1"
     return
   fi
   getent hosts "$1" >/dev/null 2>&1 &
+  waiting_on=$!
+  newest_child=$!
   _lk_pid=$!
-  (
-    sleep "$_budget" 2>/dev/null || sleep "$(($2 / 100 + 1))"
-    kill -9 "$_lk_pid"
-  ) >/dev/null 2>&1 &
+  watchdog "$_lk_pid" "$2" >/dev/null 2>&1 &
+  waiting_on="$_lk_pid $!"
+  newest_child=$!
   _wd_pid=$!
   wait "$_lk_pid"
   _lk_rc=$?
-  kill "$_wd_pid" 2>/dev/null
+  kill -TERM "$_wd_pid" 2>/dev/null
+  wait "$_wd_pid"
+  waiting_on=
   return "$_lk_rc"
 }
 
@@ -253,9 +322,16 @@ if [ "$wait_seconds" -eq 0 ]; then
 elif ! command -v getent >/dev/null 2>&1; then
   log "getent not found: cannot wait for $advertise_host, advertising it unverified"
 else
-  start=$(now_cs)
-  deadline=$((start + wait_seconds * 100))
+  if sleep 0.00 2>/dev/null; then
+    fractional_sleep=true
+  else
+    fractional_sleep=false
+    log "sleep takes whole seconds only: the wait for $advertise_host may overrun its bound by up to 1 s"
+  fi
   tries=0
+  start=$(now_cs)
+  waiting_for=$advertise_host
+  deadline=$((start + wait_seconds * 100))
   cut_off=0
   resolved=false
   while :; do
@@ -273,8 +349,9 @@ else
     remaining=$((deadline - $(now_cs)))
     [ "$remaining" -gt 0 ] || break
     [ "$remaining" -lt "$interval_cs" ] || remaining=$interval_cs
-    sleep "$(cs_to_s "$remaining")" 2>/dev/null || sleep 1
+    in_background sleep "$(sleep_arg "$remaining")"
   done
+  waiting_for=
   waited_cs=$(($(now_cs) - start))
   waited=$(cs_to_s "$waited_cs")
   how="$tries look-up(s)"

@@ -1,5 +1,5 @@
 // The executor wrapper (spark/executor-entrypoint.sh) and its java shim (spark/java-shim.sh),
-// run the way the pod template runs them (test/support/executor-wrapper.ts: scripts laid out as the
+// run the way the pod template runs them (test/executor/executor-wrapper.ts: scripts laid out as the
 // ConfigMap volume mounts them, a fake Spark entrypoint that starts ${JAVA_HOME}/bin/java with the
 // executor backend's args exactly like Spark's entrypoint.sh does, a fake `java` that prints what it
 // got) with a fake `getent` whose answers the test controls. Also: the block-manager port must be
@@ -7,22 +7,26 @@
 // values), the external shuffle service, the DNS wait's bound with a look-up that never returns,
 // the pod template, and that `kubectl kustomize spark/` builds the ConfigMap offline.
 // The same bound against a real resolver and a DNS server that never answers:
-// test/executor-dns-netns.test.ts.
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+// test/executor/dns-netns.test.ts.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { loadAllYaml, loadYaml } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
+import { findBinary, isRoot } from '../../proof/fast-fail/sys.ts';
 import { executorServiceName } from '../../shared/model/naming.ts';
 import {
   APP,
   argAfter,
   BACKEND,
+  childPids,
   executorEnv,
   makeExecutorLayout,
   pathWith,
   POD_IP,
+  processesWithEnv,
   type Result,
   runScript,
   SPARK_DIR,
@@ -38,6 +42,7 @@ mkdirSync(dnsDir, { recursive: true });
 writeExecutable(
   join(fakeBin, 'getent'),
   `#!/bin/sh
+[ -z "$FAKE_GETENT_LOG" ] || printf '%s\\n' "$$" >>"$FAKE_GETENT_LOG"
 [ -n "$FAKE_DNS_HANG" ] && exec sleep "$FAKE_DNS_HANG"
 [ "$1" = hosts ] && [ -e "$FAKE_DNS_DIR/$2" ] && { printf '10.96.0.42      %s\\n' "$2"; exit 0; }
 exit 2
@@ -49,6 +54,17 @@ const noTimeoutBin = pathWith(
   join(root, 'no-timeout-bin'),
   ['sh', 'env', 'sed', 'sort', 'head', 'tr', 'sha256sum', 'cut', 'cat', 'sleep', 'date', ...(busyboxAvailable ? ['busybox'] : [])],
   process.env.PATH ?? '/usr/bin:/bin',
+);
+
+// a `sleep` that refuses fractions of a second, first on PATH
+const wholeSleepBin = join(root, 'whole-sleep-bin');
+mkdirSync(wholeSleepBin);
+writeExecutable(
+  join(wholeSleepBin, 'sleep'),
+  `#!/bin/sh
+case $1 in *[!0-9]*) echo "sleep: invalid number '$1'" >&2; exit 1 ;; esac
+exec ${findBinary('sleep') ?? '/bin/sleep'} "$1"
+`,
 );
 
 afterAll(() => layout.remove());
@@ -293,7 +309,7 @@ describe.concurrent.each(shells)('executor-entrypoint.sh under $name', ({ cmd, n
   });
 
   // A DNS server that never answers, stood in for by a getent that never returns (the real resolver
-  // in a network namespace: test/executor-dns-netns.test.ts). With `timeout` and with the watchdog.
+  // in a network namespace: test/executor/dns-netns.test.ts). With `timeout` and with the watchdog.
   for (const timer of ['timeout', 'watchdog'] as const) {
     it(`bounds the DNS wait when a look-up never returns (${timer})`, async () => {
       const pathEnv = timer === 'timeout' ? {} : { PATH: `${fakeBin}:${noTimeoutBin}` };
@@ -305,6 +321,22 @@ describe.concurrent.each(shells)('executor-entrypoint.sh under $name', ({ cmd, n
       expect(r.stderr).toMatch(/does not resolve after 2\.\d\ds \(1 look-up\(s\), 1 cut off unanswered by the DNS server\)/);
     }, 15_000);
   }
+
+  // A `sleep` that takes whole seconds only (busybox built without FEATURE_FLOAT_SLEEP): the wrapper
+  // rounds its pauses and its watchdog up to whole seconds, says so, and the wait ends within 1 s late.
+  it('says so, and stays within a second of the bound, when sleep takes whole seconds only', async () => {
+    const r = await runWrapper(
+      cmd,
+      ['executor'],
+      env({ SPARK_EXECUTOR_ID: '19', SPARK_EXEC_SVC_WAIT_SECONDS: '2', SPARK_EXEC_SVC_WAIT_INTERVAL: '0.3', PATH: `${fakeBin}:${wholeSleepBin}:${noTimeoutBin}` }),
+    );
+    expect(r.code).toBe(0);
+    expect(r.ms).toBeGreaterThanOrEqual(1900);
+    expect(r.ms).toBeLessThan(4000);
+    expect(argAfter(r.args, '--hostname')).toBe(POD_IP);
+    expect(r.stderr).toContain('sleep takes whole seconds only');
+    expect(r.stderr).toMatch(/does not resolve after [23]\.\d\ds/);
+  }, 15_000);
 
   it('keeps Spark behaviour when it cannot name the Service', async () => {
     for (const extra of [
@@ -321,6 +353,174 @@ describe.concurrent.each(shells)('executor-entrypoint.sh under $name', ({ cmd, n
       expect(r.javaHome).toBe(jdk);
       expect(r.stderr).toMatch(/^spark-exec-svc: /);
     }
+  });
+});
+
+// SIGTERM during the DNS wait. The kubelet stops a deleted pod's container by signalling its PID 1
+// with SIGTERM, then SIGKILL after the grace period; until it execs Spark's entrypoint (which hands
+// over to tini), that PID 1 is the wrapper. The kernel drops a signal sent to a PID namespace's init
+// that has no handler for it (pid_namespaces(7)), so without a trap the wait went on and java started.
+// The wrapper must end at once with 143 (SIGTERM) or 130 (SIGINT), kill the look-up or pause it was
+// in, and never start Spark's entrypoint. Run plainly, and as PID 1 of a new PID namespace
+// (`unshare --pid --fork --mount-proc`, root only), in a look-up that hangs (with `timeout`, with the
+// watchdog) and in the pause between look-ups.
+const SIGNAL_AT_MS = 1000; // after the first look-up, into a 6 s wait
+const SIGNAL_EXIT_MS = 500; // from the signal to the wrapper's exit
+// by absolute path: some runs set a PATH without it
+const UNSHARE = [findBinary('unshare') ?? 'unshare', '--pid', '--fork', '--mount-proc', '--kill-child'];
+const pid1Skip = ((): string => {
+  if (process.platform !== 'linux') return 'not Linux';
+  if (!isRoot()) return 'not root';
+  if (findBinary('unshare') === null) return '`unshare` (util-linux) not found';
+  const probe = spawnSync(UNSHARE[0] ?? 'unshare', [...UNSHARE.slice(1), 'true'], { encoding: 'utf8' });
+  return probe.status === 0 ? '' : `cannot make a PID namespace: ${(probe.stderr ?? probe.error?.message ?? '').trim()}`;
+})();
+if (pid1Skip !== '') console.warn(`executor wrapper as PID 1: skipped (${pid1Skip})`);
+
+// every shell the recipe supports that is installed, each once (sh is dash on Debian)
+const signalShells = (() => {
+  const seen = new Set<string>();
+  const found: { name: string; cmd: string[] }[] = [];
+  for (const cmd of [['sh'], ['dash'], ['bash'], ['busybox', 'sh']]) {
+    const bin = findBinary(cmd[0] ?? '');
+    if (bin === null) continue;
+    const real = realpathSync(bin) + (cmd.length > 1 ? ' sh' : '');
+    if (seen.has(real)) continue;
+    seen.add(real);
+    // by absolute path: the watchdog runs set a PATH without it
+    found.push({ name: `${cmd.join(' ')} (${real})`, cmd: [bin, ...cmd.slice(1)] });
+  }
+  return found;
+})();
+
+interface SignalledRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  /** from the first look-up to the signal */
+  sentAtMs: number;
+  /** from the signal to the exit of the wrapper (of unshare, for PID 1) */
+  exitAfterMs: number;
+  /** the wrapper's NSpid line: its pid in each PID namespace, innermost last */
+  nsPid: string;
+  /** processes with this run's env mark still alive 1 s after the exit */
+  leftovers: string[];
+}
+
+let signalRuns = 0;
+
+async function signalDuringWait(
+  shell: string[],
+  pid1: boolean,
+  signal: 'SIGTERM' | 'SIGINT',
+  extra: Record<string, string | undefined>,
+): Promise<SignalledRun> {
+  signalRuns += 1;
+  const mark = `${process.pid}-${signalRuns}`;
+  const getentLog = join(root, `getent-${mark}.log`);
+  const env = baseEnv({
+    SPARK_EXECUTOR_NAMESPACE: 'jobs-signal',
+    SPARK_EXECUTOR_ID: String(100 + signalRuns),
+    SPARK_EXEC_SVC_WAIT_SECONDS: '6',
+    SPARK_EXEC_SVC_TEST_MARK: mark,
+    FAKE_GETENT_LOG: getentLog,
+    ...extra,
+  });
+  const [cmd, ...pre] = pid1 ? [...UNSHARE, ...shell] : shell;
+  if (cmd === undefined) throw new Error('empty shell');
+  const started = performance.now();
+  const child = spawn(cmd, [...pre, join(home, 'executor-entrypoint.sh'), 'executor'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((resolve) =>
+    child.once('exit', (code, sig) => resolve({ code, signal: sig, at: performance.now() })),
+  );
+  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  let wrapperPid: number | undefined;
+  try {
+    if (child.pid === undefined) throw new Error(`could not start ${cmd}`);
+    // SIGNAL_AT_MS after the first look-up started (the fake getent's log appeared)
+    while (!existsSync(getentLog)) {
+      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the wrapper ended before its first look-up: ${stderr}`);
+      if (performance.now() - started > 10_000) throw new Error(`no look-up within 10 s: ${stderr}`);
+      await sleep(5);
+    }
+    const firstLookUp = performance.now();
+    await sleep(SIGNAL_AT_MS);
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the wrapper ended before the signal: ${stderr}`);
+    wrapperPid = child.pid;
+    if (pid1) {
+      // unshare --fork: the wrapper is unshare's only child
+      const inner = childPids(child.pid);
+      if (inner.length !== 1 || inner[0] === undefined) throw new Error(`unshare has children ${inner.join(', ')}`);
+      wrapperPid = inner[0];
+    }
+    const nsPid = /^NSpid:\s*(.*)$/m.exec(readFileSync(`/proc/${wrapperPid}/status`, 'utf8'))?.[1] ?? '';
+    const sentAt = performance.now();
+    process.kill(wrapperPid, signal);
+    const exit = await exited;
+    // the output is complete once every holder of the pipes is gone; a leftover may hold them
+    await Promise.race([closed, sleep(2000)]);
+    let leftovers = processesWithEnv('SPARK_EXEC_SVC_TEST_MARK', mark);
+    for (let i = 0; i < 50 && leftovers.length > 0; i += 1) {
+      await sleep(20);
+      leftovers = processesWithEnv('SPARK_EXEC_SVC_TEST_MARK', mark);
+    }
+    return { code: exit.code, signal: exit.signal, stdout, stderr, sentAtMs: sentAt - firstLookUp, exitAfterMs: exit.at - sentAt, nsPid, leftovers };
+  } finally {
+    // whatever happened: nothing of this run survives it
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    if (wrapperPid !== undefined && wrapperPid !== child.pid) {
+      try {
+        process.kill(wrapperPid, 'SIGKILL');
+      } catch {
+        // gone
+      }
+    }
+    for (const p of processesWithEnv('SPARK_EXEC_SVC_TEST_MARK', mark)) {
+      try {
+        process.kill(Number(p.split(' ')[0]), 'SIGKILL');
+      } catch {
+        // gone
+      }
+    }
+  }
+}
+
+describe.each(signalShells)('executor-entrypoint.sh stopped during its DNS wait, under $name', ({ cmd }) => {
+  // the first look-up never returns; cut off at the bound by `timeout` or by the watchdog
+  const hangingTimeout = { phase: 'a hanging look-up (timeout)', env: { FAKE_DNS_HANG: '30' } };
+  const hangingWatchdog = { phase: 'a hanging look-up (watchdog)', env: { FAKE_DNS_HANG: '30', PATH: `${fakeBin}:${noTimeoutBin}` } };
+  // "not found" at once, then a 2 s pause
+  const pause = { phase: 'the pause between look-ups', env: { SPARK_EXEC_SVC_WAIT_INTERVAL: '2' } };
+  const phases = [hangingTimeout, hangingWatchdog, pause];
+  const cases = [
+    ...phases.map((p) => ({ ...p, pid1: false, signal: 'SIGTERM' as const, code: 143 })),
+    { ...hangingTimeout, pid1: false, signal: 'SIGINT' as const, code: 130 },
+    ...phases.map((p) => ({ ...p, pid1: true, signal: 'SIGTERM' as const, code: 143 })),
+  ];
+  // one at a time: the exit is timed by this process's event loop, which other tests would hold up
+  describe.each(cases)('$signal in $phase', ({ env, pid1, signal, code }) => {
+    const as = pid1 ? 'as PID 1 of its PID namespace' : 'as a plain process';
+    it.skipIf(pid1 && pid1Skip !== '')(
+      `${as}: exits ${code} within ${SIGNAL_EXIT_MS} ms, kills what it waited on, never starts java${pid1 && pid1Skip !== '' ? ` (SKIPPED: ${pid1Skip})` : ''}`,
+      { timeout: 20_000 },
+      async () => {
+        const r = await signalDuringWait(cmd, pid1, signal, env);
+        console.log(
+          `[signal] ${cmd.join(' ')} ${as}, ${signal} ${(r.sentAtMs / 1000).toFixed(2)} s into the wait: exit ${r.code ?? r.signal} after ${r.exitAfterMs.toFixed(0)} ms; ${r.stderr.trim().split('\n').at(-1)}`,
+        );
+        if (pid1) expect(r.nsPid).toMatch(/\s1$/);
+        expect({ code: r.code, signal: r.signal }).toEqual({ code, signal: null });
+        expect(r.exitAfterMs).toBeLessThanOrEqual(SIGNAL_EXIT_MS);
+        expect(r.stdout).toBe(''); // neither Spark's entrypoint nor java ran
+        expect(r.stderr).toContain(`${signal} while waiting for`);
+        expect(r.leftovers).toEqual([]);
+      },
+    );
   });
 });
 

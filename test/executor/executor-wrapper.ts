@@ -3,10 +3,10 @@
 // starts ${JAVA_HOME}/bin/java with the executor backend's command line built the way Spark's
 // entrypoint.sh builds it (SPARK_JAVA_OPT_* first, in numeric order like Spark's own entrypoint or
 // in lexical order like the official images' "${!SPARK_JAVA_OPT_@}"), and a fake `java` that prints
-// what it got. Used by test/naming-entrypoint.test.ts (with a fake getent) and
-// test/executor-dns-netns.test.ts (with the real getent, in a network namespace).
+// what it got. Used by test/executor/entrypoint.test.ts (with a fake getent) and
+// test/executor/dns-netns.test.ts (with the real getent, in a network namespace).
 import { spawn } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -58,6 +58,8 @@ for a do printf 'ARG %s\\n' "$a"; done
   writeExecutable(
     entrypoint,
     `#!/bin/sh
+# FAKE_ENTRYPOINT_UPTIME=1: first, when it started, by the kernel's clock (/proc/uptime)
+if [ "\${FAKE_ENTRYPOINT_UPTIME-}" = 1 ] && read -r up _ </proc/uptime; then printf 'STARTED %s\\n' "$up"; fi
 printf 'ENTRYPOINT'; for a do printf ' %s' "$a"; done; printf '\\n'
 case "$1" in
   executor)
@@ -178,4 +180,44 @@ export function runScript(cmd: string, argv: string[], env: NodeJS.ProcessEnv): 
 export function argAfter(args: string[], flag: string): string | undefined {
   const i = args.indexOf(flag);
   return i < 0 ? undefined : args[i + 1];
+}
+
+/** Pids of the processes whose parent is `pid` (from /proc/<pid>/stat: "pid (comm) state ppid ..."). */
+export function childPids(pid: number): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue; // gone meanwhile
+    }
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    if (ppid === pid) found.push(Number(entry));
+  }
+  return found;
+}
+
+/**
+ * Live (non-zombie) processes whose environment holds `name=value`: everything a run started with
+ * that variable in its env, its children and their children included, whoever reaped them.
+ * Each as "pid comm".
+ */
+export function processesWithEnv(name: string, value: string): string[] {
+  const needle = Buffer.from(`\0${name}=${value}\0`);
+  const found: string[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const environ = Buffer.concat([Buffer.from([0]), readFileSync(`/proc/${entry}/environ`)]);
+      if (!environ.includes(needle)) continue;
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) continue;
+      found.push(`${entry} ${stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))}`);
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return found;
 }

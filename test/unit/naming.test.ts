@@ -1,5 +1,5 @@
 // Unit tests of shared/model/naming.ts (the rule is in docs/naming.md; the shell twin is tested in
-// test/naming-shell.test.ts).
+// test/executor/naming-shell-parity.test.ts).
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
