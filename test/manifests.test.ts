@@ -12,16 +12,16 @@
  *     excess-property check does not, so a misspelt field fails here (Knative's
  *     webhooks would reject it at apply time);
  *  3. asserts the security and wiring properties (RBAC, scale-to-zero, non-root,
- *     selector, where each source's events end up).
+ *     selector, where each source's events end up, the executor scripts ConfigMap, the image).
+ * knative/base/image.env has no IMAGE in the repository (the build fails until a user sets it), so
+ * the builds run on a copy with IMAGE set (test/support/kustomize.ts).
  * func.yaml is validated against knative/func's schema (vendored in test/fixtures/).
  */
-import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
-import { JSON_SCHEMA, load, loadAll } from 'js-yaml';
+import { JSON_SCHEMA, load } from 'js-yaml';
 import ts from 'typescript';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Service as KnativeService } from '@kubernetes-models/knative/serving.knative.dev/v1/Service';
@@ -37,8 +37,10 @@ import { ClusterRole } from 'kubernetes-models/rbac.authorization.k8s.io/v1/Clus
 import { ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding';
 import { PodMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PodMonitor';
 import { PrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule';
+import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
+import { clusterWideOverlay, writeOverlay } from '../scripts/cluster-wide-overlay.ts';
+import { TEST_IMAGE, configuredTree, findKubectl, kustomizeObjects, sharedConfiguredTree } from './support/kustomize.ts';
 
-const execFileAsync = promisify(execFile);
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 // ---------------------------------------------------------------------------
@@ -49,6 +51,8 @@ const SOURCE_SA = 'spark-exec-svc-source';
 const PING_NAME = 'spark-exec-svc-sweep';
 const DEFAULT_NAMESPACE = 'spark';
 const FUNC_YAML = 'functions/executor-service/func.yaml';
+const SCRIPTS_CONFIGMAP = 'spark-exec-svc-scripts';
+const CLUSTER_WIDE = { installNamespace: 'spark-exec-svc', watch: ['spark-team-a', 'spark-team-b'] } as const;
 
 const INPUT_TYPES = {
   Resource: ['dev.knative.apiserver.resource.add', 'dev.knative.apiserver.resource.update', 'dev.knative.apiserver.resource.delete'],
@@ -78,7 +82,8 @@ interface Expectation {
   mode: 'Resource' | 'Reference';
   delivery: 'direct' | 'broker';
   deadLetter: boolean;
-  rbac: 'namespaced' | 'cluster';
+  /** namespaced: Roles + RoleBindings; per-namespace: ClusterRoles bound by a RoleBinding in each watched namespace. */
+  rbac: 'namespaced' | 'per-namespace';
   /** false: the Knative Service comes from `func deploy`. */
   ksvc: boolean;
   namespace: string;
@@ -90,9 +95,10 @@ const BUILDS: Record<string, Expectation> = {
   knative: BASE,
   'knative/base': BASE,
   'knative/overlays/reference-mode': { ...BASE, mode: 'Reference' },
-  'knative/overlays/broker': { ...BASE, delivery: 'broker' },
-  'knative/overlays/dead-letter': { ...BASE, delivery: 'broker', deadLetter: true },
-  'knative/overlays/cluster-wide': { ...BASE, rbac: 'cluster', namespace: 'spark-exec-svc', watch: ['spark-team-a', 'spark-team-b'] },
+  // Behind a Broker the events are stored (and dead-lettered): Reference mode keeps pod specs out.
+  'knative/overlays/broker': { ...BASE, mode: 'Reference', delivery: 'broker' },
+  'knative/overlays/dead-letter': { ...BASE, mode: 'Reference', delivery: 'broker', deadLetter: true },
+  'knative/overlays/cluster-wide': { ...BASE, rbac: 'per-namespace', namespace: CLUSTER_WIDE.installNamespace, watch: CLUSTER_WIDE.watch },
   'knative/overlays/func-deploy': { ...BASE, ksvc: false },
   // The base plus a PodMonitor and a PrometheusRule (test/metrics-rules.test.ts checks them further).
   'knative/overlays/monitoring': BASE,
@@ -123,6 +129,7 @@ const VALIDATORS: Validator[] = [
   { model: Role, typeModule: 'kubernetes-models/rbac.authorization.k8s.io/v1/Role', typeName: 'IRole', label: 'kubernetes-models rbac/v1 Role' },
   { model: RoleBinding, typeModule: 'kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding', typeName: 'IRoleBinding', label: 'kubernetes-models rbac/v1 RoleBinding' },
   { model: ClusterRole, typeModule: 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole', typeName: 'IClusterRole', label: 'kubernetes-models rbac/v1 ClusterRole' },
+  { model: ConfigMap, typeModule: 'kubernetes-models/v1/ConfigMap', typeName: 'IConfigMap', label: 'kubernetes-models v1 ConfigMap' },
   { model: ClusterRoleBinding, typeModule: 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding', typeName: 'IClusterRoleBinding', label: 'kubernetes-models rbac/v1 ClusterRoleBinding' },
   { model: PodMonitor, typeModule: '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PodMonitor', typeName: 'IPodMonitor', label: '@kubernetes-models/prometheus-operator monitoring.coreos.com/v1 PodMonitor' },
   { model: PrometheusRule, typeModule: '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule', typeName: 'IPrometheusRule', label: '@kubernetes-models/prometheus-operator monitoring.coreos.com/v1 PrometheusRule' },
@@ -161,23 +168,13 @@ interface TriggerObj extends K8sObject {
 
 // ---------------------------------------------------------------------------
 // Helpers.
-function findKubectl(): string | undefined {
-  const candidates = [process.env['KUBECTL'], '/usr/bin/kubectl', ...(process.env['PATH'] ?? '').split(path.delimiter).map((d) => path.join(d, 'kubectl'))];
-  return candidates.find((c): c is string => c !== undefined && c !== '' && existsSync(c));
-}
 const KUBECTL = findKubectl();
 if (KUBECTL === undefined) {
   console.warn('[manifests.test] SKIPPING the kustomize build checks: no kubectl at /usr/bin/kubectl, $KUBECTL or on PATH (kubectl >= 1.27 with kustomize v5 is needed).');
 }
 
-async function kustomize(dir: string): Promise<K8sObject[]> {
-  const { stdout } = await execFileAsync(KUBECTL!, ['kustomize', dir], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 });
-  const docs = loadAll(stdout).filter((d) => d !== null && d !== undefined);
-  for (const d of docs) {
-    if (typeof d !== 'object' || Array.isArray(d)) throw new Error(`${dir}: a document is not an object`);
-  }
-  return docs as K8sObject[];
-}
+/** Builds `dir` of the repository as a user does after setting IMAGE (a relative `dir` is in the configured copy). */
+const kustomize = (dir: string, root?: string): Promise<K8sObject[]> => kustomizeObjects<K8sObject>(KUBECTL!, dir, root);
 
 const id = (o: K8sObject) => `${o.kind}/${o.metadata?.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata?.name}`;
 const ofKind = <T extends K8sObject = K8sObject>(objs: K8sObject[], kind: string, apiGroup?: string): T[] =>
@@ -240,6 +237,33 @@ function permissionsOf(objs: K8sObject[], sa: string): Record<string, string[]> 
     }
   }
   return Object.fromEntries(Object.entries(grants).map(([r, vs]) => [r, sorted([...vs])]));
+}
+
+/** namespace ('' = cluster-wide) -> resource -> sorted verbs, for every binding of `sa` in this build. */
+function permissionsByNamespace(objs: K8sObject[], sa: string): Record<string, Record<string, string[]>> {
+  const out: Record<string, Record<string, string[]>> = {};
+  const bindings = [...ofKind<Binding>(objs, 'RoleBinding'), ...ofKind<Binding>(objs, 'ClusterRoleBinding')]
+    .filter((b) => (b.subjects ?? []).some((s) => s.kind === 'ServiceAccount' && s.name === sa));
+  for (const b of bindings) {
+    const ns = b.kind === 'ClusterRoleBinding' ? '' : b.metadata.namespace!;
+    const grants = permissionsOf([...objs.filter((o) => !['RoleBinding', 'ClusterRoleBinding'].includes(o.kind)), b], sa);
+    const merged = (out[ns] ??= {});
+    for (const [r, vs] of Object.entries(grants)) merged[r] = sorted([...new Set([...(merged[r] ?? []), ...vs])]);
+  }
+  return out;
+}
+
+const SERVICE_WRITES = ['create', 'update', 'patch', 'delete', 'deletecollection', '*'];
+/** ClusterRoleBindings whose role lets someone write Services in every namespace. */
+function clusterWideServiceWriters(objs: K8sObject[]): string[] {
+  return ofKind<Binding>(objs, 'ClusterRoleBinding').filter((b) => {
+    const role = objs.find((o) => o.kind === b.roleRef.kind && o.metadata.name === b.roleRef.name);
+    // A role defined elsewhere cannot be checked here: count it as a writer.
+    if (role === undefined) return true;
+    return ((role as unknown as { rules?: PolicyRule[] }).rules ?? []).some((r) =>
+      (r.apiGroups ?? []).some((g) => g === '' || g === '*') && (r.resources ?? []).some((x) => x === 'services' || x === '*') &&
+      r.verbs.some((v) => SERVICE_WRITES.includes(v)));
+  }).map(id);
 }
 
 /** Where a sink ends up: the function directly, or through our Broker and a Trigger that accepts `attrs`. */
@@ -400,37 +424,130 @@ describe.skipIf(KUBECTL === undefined)('knative/ kustomize builds', () => {
     expect(errors.some((e) => e.startsWith('role:') && e.includes('"verb"') && e.includes('does not exist'))).toBe(true);
   });
 
-  it.each(['knative/base', 'knative/overlays/broker', 'knative/overlays/cluster-wide'])(
-    'a wrapping kustomization can move %s to another namespace and set the image (as docs/deploy.md says)',
+  it.each(['knative/base', 'knative/overlays/broker', 'knative/overlays/monitoring'])(
+    'a wrapping kustomization can move %s, executor scripts included, to another namespace (as docs/deploy.md says)',
     async (dir) => {
+      const tree = sharedConfiguredTree();
       const tmp = mkdtempSync(path.join(os.tmpdir(), 'spark-exec-svc-wrap-'));
       try {
         writeFileSync(path.join(tmp, 'kustomization.yaml'), [
           'apiVersion: kustomize.config.k8s.io/v1beta1', 'kind: Kustomization', 'namespace: elsewhere',
-          'resources:', `  - ${path.relative(tmp, path.join(ROOT, dir))}`,
-          'images:', '  - name: spark-exec-svc', '    newName: registry.example.com/team/spark-exec-svc', '    newTag: "0.1.0"', '',
+          'resources:', `  - ${path.relative(tmp, path.join(tree, dir))}`, '',
         ].join('\n'));
-        const objs = await kustomize(tmp);
+        const objs = await kustomize(tmp, tmp);
         for (const o of objs) {
           if (o.kind === 'ClusterRole') continue;
-          if (o.kind === 'Namespace' || o.kind === 'ClusterRoleBinding') expect(o.kind === 'Namespace' ? o.metadata.name : (o as Binding).subjects?.[0]?.namespace, id(o)).toBe('elsewhere');
-          else expect(o.metadata.namespace, id(o)).toBe('elsewhere');
+          expect(o.metadata.namespace, id(o)).toBe('elsewhere');
           if (o.kind === 'RoleBinding') expect((o as Binding).subjects?.[0]?.namespace, id(o)).toBe('elsewhere');
         }
+        expect(objs.some((o) => o.kind === 'ConfigMap' && o.metadata.name === SCRIPTS_CONFIGMAP)).toBe(true);
         const fn = knativeServices(objs).find((s) => s.metadata.name === KSVC)!;
-        expect(fn.spec.template.spec.containers[0]!.image).toBe('registry.example.com/team/spark-exec-svc:0.1.0');
+        expect(fn.spec.template.spec.containers[0]!.image).toBe(TEST_IMAGE);
       } finally {
         rmSync(tmp, { recursive: true, force: true });
       }
     },
   );
 
+  it.each(Object.keys(BUILDS))('%s does not build until knative/base/image.env sets IMAGE, and says where to set it', async (dir) => {
+    // The repository as cloned: no default image (Knative would resolve a bare name on docker.io).
+    expect(readFileSync(path.join(ROOT, 'knative/base/image.env'), 'utf8')).not.toMatch(/^\s*IMAGE\s*=/m);
+    await expect(kustomize(dir, ROOT)).rejects.toThrow(/data\.IMAGE.*set-image-in-knative-base-image-env/s);
+  });
+
+  it('with IMAGE set, every function container runs exactly that image (no placeholder, no bare name)', () => {
+    for (const [dir, objs] of builds) {
+      for (const svc of knativeServices(objs).filter((x) => x.metadata.name === KSVC)) {
+        expect(svc.spec.template.spec.containers.map((c) => c.image), dir).toEqual([TEST_IMAGE]);
+      }
+      for (const o of objs) expect(JSON.stringify(o), `${dir}: ${id(o)}`).not.toContain('set-in-knative-base-image-env');
+      // kustomize keeps the image.env ConfigMap to itself (local-config).
+      expect(objs.filter((o) => o.kind === 'ConfigMap').map((o) => o.metadata.name), dir).not.toContain('set-image-in-knative-base-image-env');
+    }
+  });
+
+  it('no shipped manifest grants Service writes cluster-wide (no ClusterRoleBinding at all)', async () => {
+    for (const [dir, objs] of builds) {
+      expect(clusterWideServiceWriters(objs), dir).toEqual([]);
+      expect(ofKind(objs, 'ClusterRoleBinding').map(id), dir).toEqual([]);
+    }
+    const dataplaneCheck = await kustomize('knative/dataplane-check', ROOT);
+    expect(clusterWideServiceWriters(dataplaneCheck)).toEqual([]);
+    // The check itself finds such a grant (guards the assertions above).
+    const writer = [
+      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'w' }, rules: [{ apiGroups: [''], resources: ['services'], verbs: ['patch'] }] },
+      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'w' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'w' }, subjects: [] },
+    ] as unknown as K8sObject[];
+    expect(clusterWideServiceWriters(writer)).toEqual(['ClusterRoleBinding/w']);
+  });
+
+  it('the executor scripts ConfigMap is installed in every namespace the function watches, equal to spark/\'s files', () => {
+    const kustomization = load(readFileSync(path.join(ROOT, 'spark/kustomization.yaml'), 'utf8')) as { configMapGenerator: { name: string; files: string[] }[] };
+    const files = kustomization.configMapGenerator[0]!.files;
+    expect(kustomization.configMapGenerator[0]!.name).toBe(SCRIPTS_CONFIGMAP);
+    expect(sorted(files)).toEqual(sorted(readdirSync(path.join(ROOT, 'spark')).filter((f) => f.endsWith('.sh'))));
+    for (const [dir, want] of Object.entries(BUILDS)) {
+      const maps = ofKind(builds.get(dir)!, 'ConfigMap').filter((o) => o.metadata.name === SCRIPTS_CONFIGMAP);
+      expect(sorted(maps.map((m) => m.metadata.namespace!)), dir).toEqual(sorted(want.watch ?? [want.namespace]));
+      for (const m of maps) {
+        const data = (m as unknown as { data: Record<string, string> }).data;
+        expect(sorted(Object.keys(data)), dir).toEqual(sorted(files));
+        for (const f of files) expect(data[f], `${dir}: ${f}`).toBe(readFileSync(path.join(ROOT, 'spark', f), 'utf8'));
+      }
+    }
+  });
+
+  it('knative/overlays/cluster-wide is exactly what scripts/cluster-wide-overlay.ts writes for its namespace list (no drift)', () => {
+    const committed = path.join(ROOT, 'knative/overlays/cluster-wide');
+    const listFiles = (dir: string, at = ''): string[] => readdirSync(path.join(dir, at), { withFileTypes: true })
+      .flatMap((e) => (e.isDirectory() ? listFiles(dir, path.join(at, e.name)) : [path.join(at, e.name)]));
+    const generated = clusterWideOverlay(CLUSTER_WIDE);
+    expect(sorted(listFiles(committed))).toEqual(sorted([...generated.keys()]));
+    for (const [file, text] of generated) expect(readFileSync(path.join(committed, file), 'utf8'), file).toBe(text);
+  });
+
+  it('the cluster-wide generator, for another list, binds the ClusterRoles in exactly those namespaces', async () => {
+    const tree = configuredTree();
+    try {
+      const options = { installNamespace: 'spark-exec-ops', watch: ['etl', 'ml-batch', 'adhoc'] };
+      writeOverlay(path.join(tree, 'knative/overlays/cluster-wide'), clusterWideOverlay(options));
+      const objs = await kustomize('knative/overlays/cluster-wide', tree);
+      expect(ofKind(objs, 'ClusterRoleBinding')).toEqual([]);
+      for (const sa of [FN_SA, SOURCE_SA]) {
+        const byNs = permissionsByNamespace(objs, sa);
+        expect(sorted(Object.keys(byNs)), sa).toEqual(sorted(options.watch));
+        for (const ns of options.watch) expect(byNs[ns], `${sa} in ${ns}`).toEqual(sa === FN_SA ? FN_PERMISSIONS : SOURCE_PERMISSIONS);
+        for (const b of ofKind<Binding>(objs, 'RoleBinding').filter((x) => x.subjects?.[0]?.name === sa)) expect(b.subjects?.[0]?.namespace).toBe(options.installNamespace);
+      }
+      const fn = knativeServices(objs)[0]!;
+      expect(fn.metadata.namespace).toBe(options.installNamespace);
+      expect(envMap(fn.spec.template.spec.containers[0]!)['WATCH_NAMESPACES']).toBe(options.watch.join(','));
+      const source = ofKind(objs, 'ApiServerSource')[0] as unknown as { spec: { namespaceSelector: Selector } };
+      expect(source.spec.namespaceSelector.matchExpressions?.[0]?.values).toEqual(options.watch);
+      expect(sorted(ofKind(objs, 'ConfigMap').map((m) => m.metadata.namespace!))).toEqual(sorted(options.watch));
+    } finally {
+      rmSync(tree, { recursive: true, force: true });
+    }
+  });
+
+  it('the cluster-wide generator refuses bad lists with every reason', async () => {
+    const { optionProblems } = await import('../scripts/cluster-wide-overlay.ts');
+    expect(optionProblems({ installNamespace: 'ops', watch: ['a', 'a', 'Bad_Name', 'ops'] })).toEqual([
+      '"Bad_Name" is not a valid namespace name (DNS-1123 label)',
+      '--watch lists a namespace twice',
+      'the install namespace ops is also watched: use knative/base (one namespace) for that, or another install namespace',
+    ]);
+    expect(optionProblems({ installNamespace: 'ops', watch: [] })).toEqual(['--watch lists no namespace']);
+  });
+
   describe.each(Object.entries(BUILDS))('%s', (dir, want) => {
     const objs = () => builds.get(dir)!;
 
-    it('is one install: namespaced objects share one namespace, no duplicates', () => {
-      const namespaced = objs().filter((o) => !['Namespace', 'ClusterRole', 'ClusterRoleBinding'].includes(o.kind));
+    it('is one install: namespaced objects share one namespace (per-namespace RBAC and scripts in the watched ones), no duplicates', () => {
+      const perWatched = (o: K8sObject) => want.rbac === 'per-namespace' && (o.kind === 'RoleBinding' || o.kind === 'ConfigMap');
+      const namespaced = objs().filter((o) => !['Namespace', 'ClusterRole', 'ClusterRoleBinding'].includes(o.kind) && !perWatched(o));
       expect(new Set(namespaced.map((o) => o.metadata.namespace))).toEqual(new Set([want.namespace]));
+      if (want.rbac === 'per-namespace') expect(new Set(objs().filter(perWatched).map((o) => o.metadata.namespace))).toEqual(new Set(want.watch));
       const ids = objs().map(id);
       expect(new Set(ids).size).toBe(ids.length);
       for (const ns of ofKind(objs(), 'Namespace')) expect(ns.metadata.name).toBe(want.namespace);
@@ -439,8 +556,8 @@ describe.skipIf(KUBECTL === undefined)('knative/ kustomize builds', () => {
     it('RBAC: no wildcards, no pod writes, no pods/finalizers; every role bound to one of our two identities', () => {
       const roles = objs().filter((o) => o.kind === 'Role' || o.kind === 'ClusterRole');
       const bindings = objs().filter((o) => o.kind === 'RoleBinding' || o.kind === 'ClusterRoleBinding') as Binding[];
-      expect(sorted(roles.map((r) => r.kind))).toEqual(want.rbac === 'cluster' ? ['ClusterRole', 'ClusterRole'] : ['Role', 'Role']);
-      expect(sorted(bindings.map((b) => b.kind))).toEqual(want.rbac === 'cluster' ? ['ClusterRoleBinding', 'ClusterRoleBinding'] : ['RoleBinding', 'RoleBinding']);
+      expect(sorted(roles.map((r) => r.kind))).toEqual(want.rbac === 'per-namespace' ? ['ClusterRole', 'ClusterRole'] : ['Role', 'Role']);
+      expect(bindings.map((b) => b.kind)).toEqual(Array(2 * (want.rbac === 'per-namespace' ? want.watch!.length : 1)).fill('RoleBinding'));
       for (const r of roles) {
         for (const rule of ((r as unknown as { rules?: PolicyRule[] }).rules ?? [])) {
           for (const field of [rule.apiGroups ?? [], rule.resources ?? [], rule.verbs]) expect(field, id(r)).not.toContain('*');
@@ -464,12 +581,18 @@ describe.skipIf(KUBECTL === undefined)('knative/ kustomize builds', () => {
       }
     });
 
-    it('the function may only get/list pods and get/list/create/patch/delete services', () => {
+    it('the function may only get/list pods and get/list/create/patch/delete services, only in the namespaces it watches', () => {
       expect(permissionsOf(objs(), FN_SA)).toEqual(FN_PERMISSIONS);
+      const byNs = permissionsByNamespace(objs(), FN_SA);
+      expect(sorted(Object.keys(byNs))).toEqual(sorted(want.watch ?? [want.namespace]));
+      for (const grants of Object.values(byNs)) expect(grants).toEqual(FN_PERMISSIONS);
     });
 
-    it('the ApiServerSource may only get/list/watch pods', () => {
+    it('the ApiServerSource may only get/list/watch pods, only in the namespaces it watches', () => {
       expect(permissionsOf(objs(), SOURCE_SA)).toEqual(SOURCE_PERMISSIONS);
+      const byNs = permissionsByNamespace(objs(), SOURCE_SA);
+      expect(sorted(Object.keys(byNs))).toEqual(sorted(want.watch ?? [want.namespace]));
+      for (const grants of Object.values(byNs)) expect(grants).toEqual(SOURCE_PERMISSIONS);
     });
 
     it('the ApiServerSource watches only Spark driver/executor pods and reaches the function', () => {
@@ -532,7 +655,7 @@ describe.skipIf(KUBECTL === undefined)('knative/ kustomize builds', () => {
       expect(pod.securityContext).toBeUndefined();
       expect(pod.containers).toHaveLength(1);
       const c = pod.containers[0]!;
-      expect(c.image).toMatch(/(^|\/)spark-exec-svc([:@]|$)/);
+      expect(c.image).toBe(TEST_IMAGE);
       const env = envMap(c);
       for (const name of Object.keys(env)) {
         expect(ENV_CONTRACT.has(name), `env ${name} is part of the contract`).toBe(true);

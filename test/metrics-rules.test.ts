@@ -11,18 +11,17 @@
  * checked by mutation: with the alert's expression replaced by one that never fires, its firing
  * tests must fail; by one that always fires, its quiet tests must fail.
  */
-import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
-import { dump, load, loadAll } from 'js-yaml';
+import { dump, load } from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PodMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PodMonitor';
 import { PrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule';
 import { METRICS_PATH, newMetrics } from '../shared/metrics.ts';
 import { prometheusTools, runTool, toolVersion } from './support/prometheus-tools.ts';
+import { kustomizeObjects } from './support/kustomize.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const OVERLAY = 'knative/overlays/monitoring';
@@ -113,8 +112,7 @@ function withExpr(alert: string, expr: string): RuleGroup[] {
 
 describe.skipIf(KUBECTL === undefined)(`${OVERLAY}`, () => {
   beforeAll(async () => {
-    const { stdout } = await promisify(execFile)(KUBECTL!, ['kustomize', OVERLAY], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 });
-    objects = (loadAll(stdout) as K8sObject[]).filter((o) => o !== null && o !== undefined);
+    objects = await kustomizeObjects<K8sObject>(KUBECTL!, OVERLAY);
     groups = (ofKind('PrometheusRule')[0]?.spec['groups'] ?? []) as RuleGroup[];
     dir = mkdtempSync(path.join(os.tmpdir(), 'sxs-rules-'));
   });
@@ -124,8 +122,7 @@ describe.skipIf(KUBECTL === undefined)(`${OVERLAY}`, () => {
   });
 
   it('is the base plus one PodMonitor and one PrometheusRule, valid against @kubernetes-models/prometheus-operator', async () => {
-    const { stdout } = await promisify(execFile)(KUBECTL!, ['kustomize', 'knative/base'], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 });
-    const base = (loadAll(stdout) as K8sObject[]).filter((o) => o !== null && o !== undefined);
+    const base = await kustomizeObjects<K8sObject>(KUBECTL!, 'knative/base');
     expect(objects.filter((o) => o.apiVersion !== 'monitoring.coreos.com/v1')).toEqual(base);
     expect(objects.filter((o) => o.apiVersion === 'monitoring.coreos.com/v1').map((o) => o.kind).sort()).toEqual(['PodMonitor', 'PrometheusRule']);
     for (const o of ofKind('PodMonitor')) new PodMonitor(o as never).validate();
