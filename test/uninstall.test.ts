@@ -54,7 +54,7 @@ function runScript(args: string[], env: Record<string, string> = {}): Promise<{ 
  *  - app "done": driver Succeeded (Spark keeps the pod) before the function saw it: both Services left;
  *  - a Service of someone else, and one with our label but no owner.
  */
-async function namespaceAfterUninstall(): Promise<{ emu: KubeEmulator; env: Record<string, string>; live: { driver: PodBody; executors: PodBody[] }; names: Record<string, string> }> {
+async function namespaceAfterUninstall(): Promise<{ emu: KubeEmulator; env: Record<string, string>; live: { driver: PodBody; executors: PodBody[] }; names: Record<'live1' | 'live2' | 'live3' | 'live4' | 'done1' | 'done2', string> }> {
   const emu = await startEmulator();
   emulator = emu;
   let now = new Date();
