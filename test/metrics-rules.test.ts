@@ -121,10 +121,10 @@ describe.skipIf(KUBECTL === undefined)(`${OVERLAY}`, () => {
     if (dir !== '') rmSync(dir, { recursive: true, force: true });
   });
 
-  it('is the base plus one PodMonitor and one PrometheusRule, valid against @kubernetes-models/prometheus-operator', async () => {
+  it('is the base plus two PodMonitors (function, adapter) and one PrometheusRule, valid against @kubernetes-models/prometheus-operator', async () => {
     const base = await kustomizeObjects<K8sObject>(KUBECTL!, 'knative/base');
     expect(objects.filter((o) => o.apiVersion !== 'monitoring.coreos.com/v1')).toEqual(base);
-    expect(objects.filter((o) => o.apiVersion === 'monitoring.coreos.com/v1').map((o) => o.kind).sort()).toEqual(['PodMonitor', 'PrometheusRule']);
+    expect(objects.filter((o) => o.apiVersion === 'monitoring.coreos.com/v1').map((o) => o.kind).sort()).toEqual(['PodMonitor', 'PodMonitor', 'PrometheusRule']);
     for (const o of ofKind('PodMonitor')) new PodMonitor(o as never).validate();
     for (const o of ofKind('PrometheusRule')) new PrometheusRule(o as never).validate();
     // The validator does reject a malformed object (guards the checks above).
@@ -133,7 +133,7 @@ describe.skipIf(KUBECTL === undefined)(`${OVERLAY}`, () => {
 
   it('the PodMonitor scrapes GET /metrics on the user port of the function’s revision pods, in its namespace', () => {
     const ksvc = objects.find((o) => o.kind === 'Service' && o.apiVersion === 'serving.knative.dev/v1')!;
-    const monitor = ofKind('PodMonitor')[0]!;
+    const monitor = ofKind('PodMonitor').find((m) => m.metadata.name === 'spark-exec-svc')!;
     expect(monitor.metadata.namespace).toBe(ksvc.metadata.namespace);
     const spec = monitor.spec as { selector: { matchLabels?: Record<string, string> }; namespaceSelector?: unknown; podMetricsEndpoints: Array<Record<string, unknown>> };
     // Knative labels every revision pod with its Service's name, and names the user container's port `user-port`.
@@ -141,6 +141,17 @@ describe.skipIf(KUBECTL === undefined)(`${OVERLAY}`, () => {
     expect(spec.namespaceSelector).toBeUndefined();
     expect(spec.podMetricsEndpoints).toHaveLength(1);
     expect(spec.podMetricsEndpoints[0]).toMatchObject({ port: 'user-port', path: METRICS_PATH });
+  });
+
+  it('a second PodMonitor scrapes the ApiServerSource adapter (labels and port as knative/eventing sets them on its Deployment)', () => {
+    const source = objects.find((o) => o.kind === 'ApiServerSource')!;
+    const monitor = ofKind('PodMonitor').find((m) => m.metadata.name === 'spark-exec-svc-adapter')!;
+    expect(monitor.metadata.namespace).toBe(source.metadata.namespace);
+    const spec = monitor.spec as { selector: { matchLabels?: Record<string, string> }; namespaceSelector?: unknown; podMetricsEndpoints: Array<Record<string, unknown>> };
+    // pkg/reconciler/apiserversource/resources/labels.go: Labels(source.Name); receive_adapter.go: port "metrics" 9090.
+    expect(spec.selector).toEqual({ matchLabels: { 'eventing.knative.dev/source': 'apiserver-source-controller', 'eventing.knative.dev/sourceName': source.metadata.name } });
+    expect(spec.namespaceSelector).toBeUndefined();
+    expect(spec.podMetricsEndpoints).toEqual([expect.objectContaining({ port: 'metrics', path: '/metrics' })]);
   });
 
   it('has the required alerts, each with a severity, a summary and a description without templates', () => {
