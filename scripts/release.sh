@@ -42,9 +42,25 @@ trap 'rm -rf "$work"' EXIT
 revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 created=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 
-echo "building $repository:$version for $platforms (revision $revision)"
+# The base images, pinned: the Dockerfile's default tags resolved to their digests now.
+pin() {
+  tag=$(sed -n "s/^ARG $1=//p" Dockerfile)
+  [ -n "$tag" ] || { echo "error: no 'ARG $1=' in Dockerfile" >&2; exit 1; }
+  digest=$("$DOCKER" buildx imagetools inspect "$tag" | sed -n 's/^Digest:[[:space:]]*\(sha256:[0-9a-f]\{64\}\)[[:space:]]*$/\1/p' | head -n 1)
+  [ -n "$digest" ] || { echo "error: cannot resolve $tag to a digest" >&2; exit 1; }
+  printf '%s@%s' "${tag%@*}" "$digest"
+}
+node_image=$(pin NODE_IMAGE)
+runtime_image=$(pin RUNTIME_IMAGE)
+
+echo "building $repository:$version for $platforms (revision $revision) on $runtime_image"
 "$DOCKER" buildx build \
   --platform "$platforms" \
+  --build-arg "NODE_IMAGE=$node_image" \
+  --build-arg "RUNTIME_IMAGE=$runtime_image" \
+  --build-arg "VERSION=$version" \
+  --build-arg "REVISION=$revision" \
+  --label "org.opencontainers.image.base.name=$runtime_image" \
   --tag "$repository:$version" \
   --label "org.opencontainers.image.title=spark-exec-svc" \
   --label "org.opencontainers.image.version=$version" \

@@ -249,11 +249,12 @@ describe('scripts/release.sh, up to the image build (no container engine here)',
   let tree = '';
   beforeAll(() => {
     tree = mkdtempSync(path.join(os.tmpdir(), 'sxs-release-'));
-    for (const f of ['knative', 'spark', 'scripts', 'CHANGELOG.md']) cpSync(path.join(ROOT, f), path.join(tree, f), { recursive: true });
+    for (const f of ['knative', 'spark', 'scripts', 'CHANGELOG.md', 'Dockerfile']) cpSync(path.join(ROOT, f), path.join(tree, f), { recursive: true });
     // A stand-in for `docker buildx build`: records its arguments and writes the metadata file
     // as buildx does after a push.
     writeFileSync(path.join(tree, 'docker'), [
       '#!/bin/sh',
+      `if [ "$1 $2" = "buildx imagetools" ]; then printf 'Name:      %s\\nMediaType: application/vnd.oci.image.index.v1+json\\nDigest:    sha256:${'cd'.repeat(32)}\\n' "$4"; exit 0; fi`,
       'printf "%s\\n" "$@" > "$(dirname "$0")/docker-args"',
       'while [ $# -gt 0 ]; do [ "$1" = --metadata-file ] && meta=$2; shift; done',
       `printf '{\\n  "buildx.build.ref": "x",\\n  "containerimage.digest": "sha256:${'ab'.repeat(32)}",\\n  "image.name": "r"\\n}\\n' > "$meta"`,
@@ -270,7 +271,8 @@ describe('scripts/release.sh, up to the image build (no container engine here)',
     const args = readFileSync(path.join(tree, 'docker-args'), 'utf8').split('\n');
     expect(args.slice(0, 2)).toEqual(['buildx', 'build']);
     expect(args).toEqual(expect.arrayContaining(['--platform', 'linux/amd64,linux/arm64', '--push', '--tag', `registry.example.com/team/spark-exec-svc:${version}`,
-      `org.opencontainers.image.version=${version}`, 'org.opencontainers.image.licenses=Apache-2.0']));
+      `org.opencontainers.image.version=${version}`, 'org.opencontainers.image.licenses=Apache-2.0',
+      `NODE_IMAGE=node:22-slim@sha256:${'cd'.repeat(32)}`, `RUNTIME_IMAGE=gcr.io/distroless/nodejs22-debian12:nonroot@sha256:${'cd'.repeat(32)}`]));
     const image = `registry.example.com/team/spark-exec-svc@sha256:${'ab'.repeat(32)}`;
     expect(readFileSync(path.join(tree, 'knative/base/image.env'), 'utf8')).toMatch(new RegExp(`^IMAGE=${image.replace(/[.]/g, '\\.')}$`, 'm'));
     const manifest = readFileSync(path.join(tree, `dist/install-${version}.yaml`), 'utf8');
