@@ -10,6 +10,8 @@ import path from 'node:path';
 import { load } from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../shared/config.ts';
+import { newMetrics } from '../shared/metrics.ts';
+import { PANELS, dashboardJson } from '../scripts/grafana-dashboard.ts';
 import { REPO_ROOT as ROOT, TEST_IMAGE, configuredTree, findKubectl, kustomizeObjects } from './support/kustomize.ts';
 
 const KUBECTL = findKubectl();
@@ -294,5 +296,30 @@ describe('scripts/release.sh, up to the image build (no container engine here)',
   it('the committed image.env sets no image (TEST_IMAGE is the tests\' own)', () => {
     expect(read('knative/base/image.env')).not.toMatch(/^\s*IMAGE=/m);
     expect(TEST_IMAGE).toMatch(/@sha256:[0-9a-f]{64}$/);
+  });
+});
+
+describe('the Grafana dashboard (knative/overlays/monitoring/grafana-dashboard.json)', () => {
+  it('is what scripts/grafana-dashboard.ts writes (no hand edits)', () => {
+    expect(read('knative/overlays/monitoring/grafana-dashboard.json')).toBe(dashboardJson());
+  });
+
+  it('reads only series the function serves (a renamed metric fails here)', () => {
+    const exported = new Set<string>();
+    for (const metric of newMetrics({ processMetrics: true }).registry.getMetricsAsArray()) {
+      const { name, type } = metric as unknown as { name: string; type: string };
+      exported.add(name);
+      if (type === 'histogram') for (const suffix of ['_bucket', '_sum', '_count']) exported.add(`${name}${suffix}`);
+    }
+    const read = PANELS.flatMap((p) => p.targets).flatMap((t) => [...t.expr.matchAll(/\b(spark_exec_svc_[a-z0-9_]+|process_[a-z0-9_]+)\b/g)].map((m) => m[1]!));
+    expect(read.length).toBeGreaterThan(PANELS.length);
+    expect([...new Set(read)].filter((n) => !exported.has(n))).toEqual([]);
+    // Every metric family of ours is on some panel, except the sweep's timestamps (the alert's) and the cache's entry count and evictions.
+    const shown = new Set(read.map((n) => n.replace(/_(bucket|sum|count)$/, '')));
+    const ours = [...exported].filter((n) => n.startsWith('spark_exec_svc_') && !/_(bucket|sum|count)$/.test(n));
+    expect(ours.filter((n) => !shown.has(n)).sort()).toEqual([
+      'spark_exec_svc_fact_cache_entries', 'spark_exec_svc_fact_cache_evictions_total',
+      'spark_exec_svc_sweep_last_clean_run_timestamp_seconds', 'spark_exec_svc_sweep_last_repairing_run_timestamp_seconds',
+    ]);
   });
 });
