@@ -77,16 +77,18 @@ let dir = '';
 const alerts = (): Rule[] => groups.flatMap((g) => g.rules).filter((r) => r.alert !== undefined);
 const ofKind = (kind: string): K8sObject[] => objects.filter((o) => o.kind === kind);
 
-/** The fixture, with each expected alert's static description taken from its rule. */
+/** The fixture, with each expected alert's static annotations (description, runbook_url) taken from its rule. */
 function promtoolTests(rules: readonly Rule[]): PromtoolTests {
   const tests = load(readFileSync(FIXTURE, 'utf8')) as PromtoolTests;
-  const descriptions = new Map(rules.map((r) => [r.alert, r.annotations?.['description']]));
+  const byAlert = new Map(rules.map((r) => [r.alert, r.annotations ?? {}]));
   for (const test of tests.tests) {
     for (const check of test.alert_rule_test ?? []) {
       for (const expected of check.exp_alerts) {
-        const description = descriptions.get(check.alertname);
-        if (description !== undefined && expected.exp_annotations?.['description'] === undefined) {
-          expected.exp_annotations = { ...expected.exp_annotations, description };
+        for (const key of ['description', 'runbook_url']) {
+          const value = byAlert.get(check.alertname)?.[key];
+          if (value !== undefined && expected.exp_annotations?.[key] === undefined) {
+            expected.exp_annotations = { ...expected.exp_annotations, [key]: value };
+          }
         }
       }
     }
@@ -162,6 +164,9 @@ describe.skipIf(KUBECTL === undefined)(`${OVERLAY}`, () => {
       expect(rule.annotations?.['summary'], rule.alert).toBeTruthy();
       expect(rule.annotations?.['description'], rule.alert).toBeTruthy();
       expect(rule.annotations?.['description'], `${rule.alert}: static (test/fixtures copies it)`).not.toMatch(/\{\{/);
+      // The runbook: a section of docs/metrics.md named after the alert (GitHub's heading anchor).
+      expect(rule.annotations?.['runbook_url'], rule.alert).toBe(`docs/metrics.md#${rule.alert.toLowerCase()}`);
+      expect(readFileSync(path.join(ROOT, 'docs/metrics.md'), 'utf8').split('\n'), rule.alert).toContain(`### ${rule.alert}`);
     }
   });
 
