@@ -165,7 +165,7 @@ describe.skipIf(KUBECTL === undefined)(`${OVERLAY}`, () => {
       expect(rule.annotations?.['description'], rule.alert).toBeTruthy();
       expect(rule.annotations?.['description'], `${rule.alert}: static (test/fixtures copies it)`).not.toMatch(/\{\{/);
       // The runbook: a section of docs/metrics.md named after the alert (GitHub's heading anchor).
-      expect(rule.annotations?.['runbook_url'], rule.alert).toBe(`docs/metrics.md#${rule.alert.toLowerCase()}`);
+      expect(rule.annotations?.['runbook_url'], rule.alert).toBe(`docs/metrics.md#${String(rule.alert).toLowerCase()}`);
       expect(readFileSync(path.join(ROOT, 'docs/metrics.md'), 'utf8').split('\n'), rule.alert).toContain(`### ${rule.alert}`);
     }
   });
