@@ -41,6 +41,7 @@ import { desiredExecutorService } from '../shared/service-spec.ts';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../shared/labels.ts';
 import { startEmulator } from './kube-emulator/index.ts';
 import type { KubeEmulator } from './kube-emulator/index.ts';
+import { kustomizeObjects } from './support/kustomize.ts';
 
 const execFileAsync = promisify(execFile);
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -281,6 +282,8 @@ async function kustomize(dir: string): Promise<K8sObject[]> {
   const { stdout } = await execFileAsync(KUBECTL!, ['kustomize', dir], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 });
   return loadAll(stdout).filter((d) => d !== null && d !== undefined) as K8sObject[];
 }
+/** The function's install as a user builds it, with knative/base/image.env set (test/support/kustomize.ts). */
+const functionInstall = (): Promise<K8sObject[]> => kustomizeObjects<K8sObject>(KUBECTL!, 'knative/base');
 
 // ===========================================================================
 // 1. Manifests.
@@ -403,7 +406,7 @@ describe.skipIf(KUBECTL === undefined)('knative/dataplane-check manifests', () =
   });
 
   it('does not collide with the function\'s own install (knative/base)', async () => {
-    const base = await kustomize('knative/base');
+    const base = await functionInstall();
     const names = new Set(base.map((o) => `${o.kind}/${o.metadata.name}`));
     for (const o of objs) expect(names.has(`${o.kind}/${o.metadata.name}`), `${o.kind}/${o.metadata.name}`).toBe(false);
   });
@@ -431,7 +434,7 @@ describe.skipIf(KUBECTL === undefined)('knative/dataplane-check manifests', () =
     // JVM DNS cache (networkaddress.cache.ttl) 30 s + CoreDNS cache up to 30 s + proxy programming
     // lag (allow 10 s) + Spark's memory of the lost executor (spark.network.timeout 120 s).
     const rule = 30 + 30 + 10 + 120;
-    const base = await kustomize('knative/base');
+    const base = await functionInstall();
     const ksvc = base.find((o) => o.kind === 'Service' && o.apiVersion.startsWith('serving.knative.dev/')) as K8sObject & { spec: { template: { spec: { containers: { env?: EnvVar[] }[] } } } };
     const cooldown = Number(ksvc.spec.template.spec.containers[0]!.env?.find((e) => e.name === 'COOLDOWN_SECONDS')?.value);
     expect(cooldown === 0 || cooldown > rule, `COOLDOWN_SECONDS ${cooldown}`).toBe(true);
