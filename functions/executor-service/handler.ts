@@ -36,10 +36,10 @@ const BASE_DELAY_MS = 50;
 const MAX_DELAY_MS = 2_000;
 
 /** One CloudEvent in, one answer out. Never throws. */
-export async function handleEvent(deps: HandlerDeps, event: CloudEventLike, subject?: string): Promise<Handled> {
+export async function handleEvent(deps: HandlerDeps, event: CloudEventLike, subject?: string, traceparent?: string): Promise<Handled> {
   const started = performance.now();
   const now = deps.now ?? (() => new Date());
-  const fields: Record<string, unknown> = { eventId: event.id, eventType: event.type, subject };
+  const fields: Record<string, unknown> = { eventId: event.id, eventType: event.type, subject, ...(traceparent === undefined ? {} : { traceparent }) };
   let handled: Handled;
   let isSweep = false;
   try {

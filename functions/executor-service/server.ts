@@ -3,6 +3,7 @@ import { HTTP } from 'cloudevents';
 import type { CloudEventLike } from '../../shared/model/events.ts';
 import type { Logger } from '../../shared/ops/log.ts';
 import { type EventOutcome, METRICS_PATH, type RefusedReason } from '../../shared/ops/metrics.ts';
+import { traceparentOf } from '../../shared/model/trace-context.ts';
 import { type HandlerDeps, handleEvent } from './handler.ts';
 
 export const LIVENESS_PATH = '/health/liveness';
@@ -93,7 +94,8 @@ export async function startFunctionServer(deps: HandlerDeps, options: { port: nu
     const body = await readBody(req, deps.config.maxBodyBytes);
     const event = toCloudEvent(req, body);
     seen.type = event.type;
-    const handled = await handleEvent(deps, event, typeof event.subject === 'string' ? event.subject : undefined);
+    const traceparent = traceparentOf(req.headers['traceparent'], (event as { traceparent?: unknown }).traceparent);
+    const handled = await handleEvent(deps, event, typeof event.subject === 'string' ? event.subject : undefined, traceparent);
     if (handled.status !== 200) {
       sendJson(res, handled.status, { error: handled.error });
       if (handled.status === 400) metrics.recordRefused('invalid-event');

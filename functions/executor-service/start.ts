@@ -19,6 +19,18 @@ import { join } from 'node:path';
 import { Script } from 'node:vm';
 import { crc32 } from 'node:zlib';
 
+// Before anything else: on an older Node the bundle fails deep inside a dependency with a dump of
+// minified code (node:zlib crc32 needs 22.2; @kubernetes/client-node 2.x needs 22.19, its
+// package.json "engines"). Say it in one line instead. Same bound as package.json "engines".
+const MIN_NODE = [22, 19] as const;
+{
+  const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
+  if (major < MIN_NODE[0] || (major === MIN_NODE[0] && minor < MIN_NODE[1])) {
+    process.stderr.write(`spark-exec-svc needs Node >= ${MIN_NODE.join('.')}, this is ${process.version}\n`);
+    process.exit(1);
+  }
+}
+
 const BUNDLE = join(__dirname, 'main.cjs');
 const CACHE = `${BUNDLE}.cache`;
 /** Cache file: crc32 and length of the source it was made for (V8 itself checks only the length), then V8's data. */

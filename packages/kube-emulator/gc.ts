@@ -49,8 +49,28 @@ export class GarbageCollector {
     this.host.collect(resource, obj);
   }
 
+  /** Owner deletions whose cascade waits for release (holdCascades); undefined = run at once. */
+  private held: Array<{ namespace: string; ownerUid: string }> | undefined;
+
+  /**
+   * Lets dependents outlive their deleted owner until the returned release runs, as they do on a
+   * real cluster while its asynchronous garbage collector catches up.
+   */
+  holdCascades(): () => void {
+    this.held ??= [];
+    return () => {
+      const pending = this.held ?? [];
+      this.held = undefined;
+      for (const p of pending) this.ownerGone(p.namespace, p.ownerUid);
+    };
+  }
+
   /** Everything in `namespace` that named `ownerUid` as an owner gets re-evaluated. */
   ownerGone(namespace: string, ownerUid: string): void {
+    if (this.held !== undefined) {
+      this.held.push({ namespace, ownerUid });
+      return;
+    }
     for (const { obj } of this.dependentsOf(namespace, ownerUid)) {
       // Re-read: an earlier step of this cascade may already have changed or removed it.
       const current = this.host.store.findByUid(uidOf(obj));

@@ -50,6 +50,8 @@ export interface KubeEmulator {
   deleteObject(resource: ResourceName, namespace: string, name: string): void;
   /** JSON merge patch applied to the whole object, status included (as the kubelet/controllers would via /status). */
   patchObject(resource: ResourceName, namespace: string, name: string, mergePatch: object): Record<string, unknown>;
+  /** Until the returned function runs, deleted owners' dependents stay (a real cluster's GC is asynchronous); then the held cascades run. */
+  holdGarbageCollection(): () => void;
 
   /** Every HTTP request that reached the API handlers, in arrival order (faulted ones too; status 0 = reset/hang). */
   readonly requests: ReadonlyArray<RequestRecord>;
@@ -140,6 +142,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<KubeEmu
     },
     patchObject: (resource, namespace, name, mergePatch) =>
       clone(registry.patch(resource, namespace, name, 'merge', mergePatch, { scope: 'all' })),
+    holdGarbageCollection: () => registry.holdGarbageCollection(),
 
     get requests() {
       return records;

@@ -391,6 +391,11 @@ export class Registry implements GcHost {
     return result;
   }
 
+  /** See GarbageCollector.holdCascades. */
+  holdGarbageCollection(): () => void {
+    return this.gc.holdCascades();
+  }
+
   // ---- GcHost ---------------------------------------------------------------------------
 
   collect(resource: ResourceName, obj: Obj): void {

@@ -601,7 +601,7 @@ describe('pod template and ConfigMap', () => {
       spec: {
         enableServiceLinks: boolean;
         containers: { name: string; command: string[]; args?: string[]; env: EnvVar[]; volumeMounts: { name: string; mountPath: string }[] }[];
-        volumes: { name: string; configMap: { name: string; defaultMode: number; items: { key: string; path: string }[] } }[];
+        volumes: { name: string; configMap: { name: string; optional?: boolean; defaultMode: number; items: { key: string; path: string }[] } }[];
       };
     }
     const pod = loadYaml<Template>(readFileSync(join(SPARK_DIR, 'executor-pod-template.yaml'), 'utf8'));
@@ -614,7 +614,9 @@ describe('pod template and ConfigMap', () => {
     const container = pod.spec.containers[0];
     if (container === undefined) throw new Error('no container');
     expect(container.name).toBe('spark-kubernetes-executor');
-    expect(container.command).toEqual(['/bin/sh', '/opt/spark-exec-svc/executor-entrypoint.sh']);
+    // sh -c runs the wrapper when the ConfigMap is mounted, stock Spark otherwise (test/install-story.test.ts runs it).
+    expect([...container.command.slice(0, 2), ...container.command.slice(3)]).toEqual(['/bin/sh', '-c', 'spark-exec-svc']);
+    expect(container.command[2]).toContain('exec /bin/sh "$w" "$@"');
     expect(container.args).toBeUndefined(); // Spark appends "executor" to the template's args
     expect(container.env.find((e) => e.name === 'SPARK_EXECUTOR_NAMESPACE')?.valueFrom?.fieldRef?.fieldPath).toBe('metadata.namespace');
     for (const sparkOwned of ['SPARK_EXECUTOR_POD_IP', 'SPARK_APPLICATION_ID', 'SPARK_EXECUTOR_ID', 'JAVA_HOME']) {
@@ -625,6 +627,7 @@ describe('pod template and ConfigMap', () => {
     expect(container.volumeMounts).toContainEqual(expect.objectContaining({ name: volume.name, mountPath: '/opt/spark-exec-svc' }));
     expect(volume.configMap.name).toBe(generator?.name);
     expect(volume.configMap.defaultMode).toBe(0o755);
+    expect(volume.configMap.optional).toBe(true);
     expect(volume.configMap.items).toEqual([
       { key: 'executor-entrypoint.sh', path: 'executor-entrypoint.sh' },
       { key: 'exec-svc-name.sh', path: 'exec-svc-name.sh' },

@@ -8,13 +8,12 @@
  * Skipped, with the reason printed, where `prometheus` is not installed; in CI (CI=true) a
  * missing binary fails instead.
  */
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
-import { dump, loadAll } from 'js-yaml';
+import { dump } from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newMetrics } from '../../shared/ops/metrics.ts';
 import { type PostedReply, postCloudEvent } from '../../testkit/apiserversource.ts';
@@ -22,6 +21,7 @@ import { type Harness, startHarness } from '../../testkit/harness.ts';
 import { freePort } from '../../testkit/process.ts';
 import { prometheusTools, toolVersion } from './prometheus-tools.ts';
 import { driverPod, executorPod, sparkAppId } from '../../testkit/spark-pods.ts';
+import { kustomizeObjects } from './kustomize.ts';
 
 const NS = 'spark';
 const JOB = 'spark-exec-svc';
@@ -81,8 +81,7 @@ const byLabel = async (promql: string, label: string): Promise<Record<string, nu
 /** The alert rules of the monitoring overlay, as a Prometheus rules file (spec.groups of the PrometheusRule). */
 async function writeRulesFile(file: string): Promise<boolean> {
   if (KUBECTL === undefined) return false;
-  const { stdout } = await promisify(execFile)(KUBECTL, ['kustomize', 'knative/overlays/monitoring'], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 });
-  const rule = (loadAll(stdout) as Array<{ kind?: string; spec?: { groups?: unknown } }>).find((d) => d?.kind === 'PrometheusRule');
+  const rule = (await kustomizeObjects<{ kind?: string; spec?: { groups?: unknown } }>(KUBECTL, 'knative/overlays/monitoring')).find((d) => d?.kind === 'PrometheusRule');
   if (rule?.spec?.groups === undefined) throw new Error('knative/overlays/monitoring has no PrometheusRule');
   writeFileSync(file, dump({ groups: rule.spec.groups }));
   return true;

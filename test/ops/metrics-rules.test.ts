@@ -11,18 +11,17 @@
  * checked by mutation: with the alert's expression replaced by one that never fires, its firing
  * tests must fail; by one that always fires, its quiet tests must fail.
  */
-import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
-import { dump, load, loadAll } from 'js-yaml';
+import { dump, load } from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PodMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PodMonitor';
 import { PrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule';
 import { METRICS_PATH, newMetrics } from '../../shared/ops/metrics.ts';
 import { prometheusTools, runTool, toolVersion } from './prometheus-tools.ts';
+import { kustomizeObjects } from './kustomize.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const OVERLAY = 'knative/overlays/monitoring';
@@ -78,16 +77,18 @@ let dir = '';
 const alerts = (): Rule[] => groups.flatMap((g) => g.rules).filter((r) => r.alert !== undefined);
 const ofKind = (kind: string): K8sObject[] => objects.filter((o) => o.kind === kind);
 
-/** The fixture, with each expected alert's static description taken from its rule. */
+/** The fixture, with each expected alert's static annotations (description, runbook_url) taken from its rule. */
 function promtoolTests(rules: readonly Rule[]): PromtoolTests {
   const tests = load(readFileSync(FIXTURE, 'utf8')) as PromtoolTests;
-  const descriptions = new Map(rules.map((r) => [r.alert, r.annotations?.['description']]));
+  const byAlert = new Map(rules.map((r) => [r.alert, r.annotations ?? {}]));
   for (const test of tests.tests) {
     for (const check of test.alert_rule_test ?? []) {
       for (const expected of check.exp_alerts) {
-        const description = descriptions.get(check.alertname);
-        if (description !== undefined && expected.exp_annotations?.['description'] === undefined) {
-          expected.exp_annotations = { ...expected.exp_annotations, description };
+        for (const key of ['description', 'runbook_url']) {
+          const value = byAlert.get(check.alertname)?.[key];
+          if (value !== undefined && expected.exp_annotations?.[key] === undefined) {
+            expected.exp_annotations = { ...expected.exp_annotations, [key]: value };
+          }
         }
       }
     }
@@ -113,8 +114,7 @@ function withExpr(alert: string, expr: string): RuleGroup[] {
 
 describe.skipIf(KUBECTL === undefined)(`${OVERLAY}`, () => {
   beforeAll(async () => {
-    const { stdout } = await promisify(execFile)(KUBECTL!, ['kustomize', OVERLAY], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 });
-    objects = (loadAll(stdout) as K8sObject[]).filter((o) => o !== null && o !== undefined);
+    objects = await kustomizeObjects<K8sObject>(KUBECTL!, OVERLAY);
     groups = (ofKind('PrometheusRule')[0]?.spec['groups'] ?? []) as RuleGroup[];
     dir = mkdtempSync(path.join(os.tmpdir(), 'sxs-rules-'));
   });
@@ -123,11 +123,10 @@ describe.skipIf(KUBECTL === undefined)(`${OVERLAY}`, () => {
     if (dir !== '') rmSync(dir, { recursive: true, force: true });
   });
 
-  it('is the base plus one PodMonitor and one PrometheusRule, valid against @kubernetes-models/prometheus-operator', async () => {
-    const { stdout } = await promisify(execFile)(KUBECTL!, ['kustomize', 'knative/base'], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 });
-    const base = (loadAll(stdout) as K8sObject[]).filter((o) => o !== null && o !== undefined);
+  it('is the base plus two PodMonitors (function, adapter) and one PrometheusRule, valid against @kubernetes-models/prometheus-operator', async () => {
+    const base = await kustomizeObjects<K8sObject>(KUBECTL!, 'knative/base');
     expect(objects.filter((o) => o.apiVersion !== 'monitoring.coreos.com/v1')).toEqual(base);
-    expect(objects.filter((o) => o.apiVersion === 'monitoring.coreos.com/v1').map((o) => o.kind).sort()).toEqual(['PodMonitor', 'PrometheusRule']);
+    expect(objects.filter((o) => o.apiVersion === 'monitoring.coreos.com/v1').map((o) => o.kind).sort()).toEqual(['PodMonitor', 'PodMonitor', 'PrometheusRule']);
     for (const o of ofKind('PodMonitor')) new PodMonitor(o as never).validate();
     for (const o of ofKind('PrometheusRule')) new PrometheusRule(o as never).validate();
     // The validator does reject a malformed object (guards the checks above).
@@ -136,7 +135,7 @@ describe.skipIf(KUBECTL === undefined)(`${OVERLAY}`, () => {
 
   it('the PodMonitor scrapes GET /metrics on the user port of the function’s revision pods, in its namespace', () => {
     const ksvc = objects.find((o) => o.kind === 'Service' && o.apiVersion === 'serving.knative.dev/v1')!;
-    const monitor = ofKind('PodMonitor')[0]!;
+    const monitor = ofKind('PodMonitor').find((m) => m.metadata.name === 'spark-exec-svc')!;
     expect(monitor.metadata.namespace).toBe(ksvc.metadata.namespace);
     const spec = monitor.spec as { selector: { matchLabels?: Record<string, string> }; namespaceSelector?: unknown; podMetricsEndpoints: Array<Record<string, unknown>> };
     // Knative labels every revision pod with its Service's name, and names the user container's port `user-port`.
@@ -144,6 +143,17 @@ describe.skipIf(KUBECTL === undefined)(`${OVERLAY}`, () => {
     expect(spec.namespaceSelector).toBeUndefined();
     expect(spec.podMetricsEndpoints).toHaveLength(1);
     expect(spec.podMetricsEndpoints[0]).toMatchObject({ port: 'user-port', path: METRICS_PATH });
+  });
+
+  it('a second PodMonitor scrapes the ApiServerSource adapter (labels and port as knative/eventing sets them on its Deployment)', () => {
+    const source = objects.find((o) => o.kind === 'ApiServerSource')!;
+    const monitor = ofKind('PodMonitor').find((m) => m.metadata.name === 'spark-exec-svc-adapter')!;
+    expect(monitor.metadata.namespace).toBe(source.metadata.namespace);
+    const spec = monitor.spec as { selector: { matchLabels?: Record<string, string> }; namespaceSelector?: unknown; podMetricsEndpoints: Array<Record<string, unknown>> };
+    // pkg/reconciler/apiserversource/resources/labels.go: Labels(source.Name); receive_adapter.go: port "metrics" 9090.
+    expect(spec.selector).toEqual({ matchLabels: { 'eventing.knative.dev/source': 'apiserver-source-controller', 'eventing.knative.dev/sourceName': source.metadata.name } });
+    expect(spec.namespaceSelector).toBeUndefined();
+    expect(spec.podMetricsEndpoints).toEqual([expect.objectContaining({ port: 'metrics', path: '/metrics' })]);
   });
 
   it('has the required alerts, each with a severity, a summary and a description without templates', () => {
@@ -154,6 +164,9 @@ describe.skipIf(KUBECTL === undefined)(`${OVERLAY}`, () => {
       expect(rule.annotations?.['summary'], rule.alert).toBeTruthy();
       expect(rule.annotations?.['description'], rule.alert).toBeTruthy();
       expect(rule.annotations?.['description'], `${rule.alert}: static (test/fixtures copies it)`).not.toMatch(/\{\{/);
+      // The runbook: a section of docs/metrics.md named after the alert (GitHub's heading anchor).
+      expect(rule.annotations?.['runbook_url'], rule.alert).toBe(`docs/metrics.md#${String(rule.alert).toLowerCase()}`);
+      expect(readFileSync(path.join(ROOT, 'docs/metrics.md'), 'utf8').split('\n'), rule.alert).toContain(`### ${rule.alert}`);
     }
   });
 
