@@ -118,7 +118,7 @@ function failure(error: unknown): Extract<Handled, { readonly error: string }> {
   return { status: 500, error: error instanceof Error ? error.message : String(error) };
 }
 
-function replyFor(event: CloudEventLike, result: EventResult): CloudEvent<EventResult> {
+export function replyFor(event: CloudEventLike, result: EventResult): CloudEvent<EventResult> {
   const topic = result.action === 'ignored' || result.action === 'skipped' || result.action === 'swept' ? result.action : `service.${result.action}`;
   // Correlates the reply with the event that caused it. An id with no usable character gets none:
   // the SDK rejects an extension whose value is undefined, which would turn done work into a 500.

@@ -37,7 +37,8 @@ export interface HarnessOptions {
 
 export async function startHarness(env: Record<string, string> = {}, opts: HarnessOptions = {}): Promise<Harness> {
   const emulator = opts.emulator ?? (await startEmulator());
-  const config = loadConfig({ WATCH_NAMESPACES: 'spark', BLOCK_MANAGER_PORT: '7079', LOG_LEVEL: 'debug', ...env }, () => undefined);
+  // Tests send sweeps back to back: no coalescing (SWEEP_MIN_INTERVAL_MS) unless a test asks for it.
+  const config = loadConfig({ WATCH_NAMESPACES: 'spark', BLOCK_MANAGER_PORT: '7079', LOG_LEVEL: 'debug', SWEEP_MIN_INTERVAL_MS: '0', ...env }, () => undefined);
   const logs: Array<Record<string, unknown>> = [];
   const log = opts.logger ?? jsonLogger('debug', (line) => logs.push(JSON.parse(line) as Record<string, unknown>));
   const metrics = opts.metrics ?? newMetrics();
