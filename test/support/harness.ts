@@ -1,3 +1,4 @@
+import { KubeTokenReviewer } from '../../functions/executor-service/sender-auth.ts';
 import { startFunctionServer, type FunctionServer } from '../../functions/executor-service/server.ts';
 import { type Config, loadConfig } from '../../shared/config.ts';
 import { CoreV1KubeClient } from '../../shared/kube/client.ts';
@@ -51,7 +52,12 @@ export async function startHarness(env: Record<string, string> = {}, opts: Harne
       caches: newProcessCaches(),
       now: opts.now,
     },
-    { port: 0, host: '127.0.0.1' },
+    {
+      port: 0,
+      host: '127.0.0.1',
+      // As run.ts: SENDER_AUTH=tokenreview asks this API server (the emulator's TokenReview).
+      ...(config.senderAuth === undefined ? {} : { tokenReviewer: new KubeTokenReviewer(emulator.kubeConfig(), config.requestTimeoutMs) }),
+    },
   );
   const url = `http://127.0.0.1:${fn.port}/`;
   return {
