@@ -2,10 +2,10 @@
  * What hostile requests cost the function (issue 17, class 9), measured on the real entry point
  * (functions/executor-service/main.ts as a child process) against the kube-emulator:
  *
- *   1. CPU per body: N normal pod add events vs N hostile 1 MiB structured CloudEvents whose
+ *   1. Slow bodies: C connections that send all but the last bytes of a 1 MiB body and stall;
+ *      the child's peak RSS, and how long the function holds each connection (on a fresh process).
+ *   2. CPU per body: N normal pod add events vs N hostile 1 MiB structured CloudEvents whose
  *      extension is nested ~500,000 levels deep (child's utime + stime from /proc/<pid>/stat).
- *   2. Slow bodies: C connections that send all but the last bytes of a 1 MiB body and stall;
- *      the child's peak RSS, and how long the function holds each connection.
  *
  *   node bench/hostile-requests.ts [--bodies 20] [--connections 200] [--env KEY=VALUE ...]
  *
@@ -68,7 +68,41 @@ try {
   await waitForHttpOk(`${url}health/readiness`, { child, timeoutMs: 60_000 });
   const pid = child.pid!;
 
-  // 1. CPU per body.
+  // 1. Slow bodies (first: on a fresh process).
+  const rssIdle = rssMiB(pid);
+  const bodyBytes = 1024 * 1024 - 1024;
+  const started = Date.now();
+  const closedAfter: number[] = [];
+  const sockets: Socket[] = [];
+  let peak = rssIdle;
+  const sampler = setInterval(() => (peak = Math.max(peak, rssMiB(pid))), 100);
+  await Promise.all(
+    Array.from({ length: CONNECTIONS }, () => new Promise<void>((resolve) => {
+      const socket = connect(port, '127.0.0.1');
+      sockets.push(socket);
+      socket.on('error', () => undefined);
+      // Read what the function answers (a 408), or 'close' never comes for a socket nobody reads.
+      socket.on('data', () => undefined);
+      socket.on('close', () => {
+        closedAfter.push(Date.now() - started);
+      });
+      socket.on('connect', () => {
+        socket.write(`POST / HTTP/1.1\r\nhost: x\r\ncontent-type: application/cloudevents+json\r\ncontent-length: ${bodyBytes}\r\n\r\n`);
+        socket.write(Buffer.alloc(bodyBytes - 10, 0x20), () => resolve());
+      });
+      setTimeout(resolve, 5_000).unref();
+    })),
+  );
+  const deadline = Date.now() + 120_000;
+  while (closedAfter.length < CONNECTIONS && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+  clearInterval(sampler);
+  closedAfter.sort((a, b) => a - b);
+  const q = (p: number) => closedAfter[Math.min(closedAfter.length - 1, Math.floor(p * closedAfter.length))] ?? NaN;
+  console.log(`slow bodies: ${CONNECTIONS} connections, ${bodyBytes - 10} of ${bodyBytes} bytes sent, then stalled`);
+  console.log(`  RSS idle ${rssIdle.toFixed(0)} MiB, peak ${peak.toFixed(0)} MiB`);
+  console.log(`  closed by the function: ${closedAfter.length}/${CONNECTIONS}; after min ${q(0)} ms, median ${q(0.5)} ms, max ${q(1)} ms`);
+  for (const s of sockets) s.destroy();
+  // 2. CPU per body.
   const appId = sparkAppId(1);
   const driver = emulator.seed(driverPod({ namespace: 'spark', appId })) as { metadata: { name: string; uid: string } };
   const executors = Array.from({ length: BODIES }, (_, i) =>
@@ -93,38 +127,6 @@ try {
   console.log(`CPU per normal add (structured, ${executors.length}):     ${normal.toFixed(1)} ms`);
   console.log(`CPU per hostile body (${hostile.length} B, depth ${Math.floor(hostile.length / 2)}): ${perHostile.toFixed(1)} ms  answers ${JSON.stringify(Object.fromEntries(statuses))}`);
 
-  // 2. Slow bodies.
-  const rssIdle = rssMiB(pid);
-  const bodyBytes = 1024 * 1024 - 1024;
-  const started = Date.now();
-  const closedAfter: number[] = [];
-  const sockets: Socket[] = [];
-  let peak = rssIdle;
-  const sampler = setInterval(() => (peak = Math.max(peak, rssMiB(pid))), 100);
-  await Promise.all(
-    Array.from({ length: CONNECTIONS }, () => new Promise<void>((resolve) => {
-      const socket = connect(port, '127.0.0.1');
-      sockets.push(socket);
-      socket.on('error', () => undefined);
-      socket.on('close', () => {
-        closedAfter.push(Date.now() - started);
-      });
-      socket.on('connect', () => {
-        socket.write(`POST / HTTP/1.1\r\nhost: x\r\ncontent-type: application/cloudevents+json\r\ncontent-length: ${bodyBytes}\r\n\r\n`);
-        socket.write(Buffer.alloc(bodyBytes - 10, 0x20), () => resolve());
-      });
-      setTimeout(resolve, 5_000).unref();
-    })),
-  );
-  const deadline = Date.now() + 120_000;
-  while (closedAfter.length < CONNECTIONS && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
-  clearInterval(sampler);
-  closedAfter.sort((a, b) => a - b);
-  const q = (p: number) => closedAfter[Math.min(closedAfter.length - 1, Math.floor(p * closedAfter.length))] ?? NaN;
-  console.log(`slow bodies: ${CONNECTIONS} connections, ${bodyBytes - 10} of ${bodyBytes} bytes sent, then stalled`);
-  console.log(`  RSS idle ${rssIdle.toFixed(0)} MiB, peak ${peak.toFixed(0)} MiB`);
-  console.log(`  closed by the function: ${closedAfter.length}/${CONNECTIONS}; after min ${q(0)} ms, median ${q(0.5)} ms, max ${q(1)} ms`);
-  for (const s of sockets) s.destroy();
   const live = await fetch(`${url}health/liveness`).then((r) => r.status, (e: Error) => e.message);
   console.log(`  liveness afterwards: ${live}`);
 } finally {
