@@ -35,6 +35,8 @@ import { Role } from 'kubernetes-models/rbac.authorization.k8s.io/v1/Role';
 import { RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding';
 import { ClusterRole } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole';
 import { ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding';
+import { ValidatingAdmissionPolicy } from 'kubernetes-models/admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy';
+import { ValidatingAdmissionPolicyBinding } from 'kubernetes-models/admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding';
 import { PodMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PodMonitor';
 import { PrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule';
 
@@ -67,6 +69,9 @@ const REPLY_SOURCE = '/spark-exec-svc/executor-service';
 const ENV_CONTRACT = new Set([
   'WATCH_NAMESPACES', 'OPT_IN_MODE', 'BLOCK_MANAGER_PORT', 'COOLDOWN_SECONDS', 'LOG_LEVEL',
   'EVENT_DEADLINE_MS', 'REQUEST_TIMEOUT_MS', 'SWEEP_DEADLINE_MS', 'REPLY_MODE', 'MAX_BODY_BYTES', 'SWEEP_PAGE_SIZE', 'MAX_SERVICES_PER_NAMESPACE',
+  // The HTTP edge (shared/edge-config.ts).
+  'REQUEST_RECEIVE_TIMEOUT_MS', 'MAX_CONNECTIONS', 'MAX_JSON_DEPTH', 'SWEEP_MIN_INTERVAL_MS',
+  'SENDER_AUTH', 'SENDER_AUTH_AUDIENCE', 'SENDER_AUTH_USERS', 'SENDER_AUTH_CACHE_SECONDS',
 ]);
 const KNATIVE_RESERVED_ENV = new Set(['PORT', 'K_SERVICE', 'K_CONFIGURATION', 'K_REVISION']);
 
@@ -84,6 +89,8 @@ interface Expectation {
   namespace: string;
   /** Watched namespaces (namespaceSelector == WATCH_NAMESPACES); undefined = own namespace only. */
   watch?: readonly string[];
+  /** SENDER_AUTH=tokenreview: the function may also create TokenReviews, and the sources request its audience. */
+  senderAuth?: boolean;
 }
 const BASE: Expectation = { mode: 'Resource', delivery: 'direct', deadLetter: false, rbac: 'namespaced', ksvc: true, namespace: DEFAULT_NAMESPACE };
 const BUILDS: Record<string, Expectation> = {
@@ -96,7 +103,12 @@ const BUILDS: Record<string, Expectation> = {
   'knative/overlays/func-deploy': { ...BASE, ksvc: false },
   // The base plus a PodMonitor and a PrometheusRule (test/metrics-rules.test.ts checks them further).
   'knative/overlays/monitoring': BASE,
+  // The base plus a cluster-scoped ValidatingAdmissionPolicy and its binding (test/admission-policy.test.ts evaluates its CEL).
+  'knative/overlays/admission-policy': BASE,
+  'knative/overlays/sender-auth': { ...BASE, senderAuth: true },
 };
+/** Cluster-scoped kinds an install may hold (no namespace). */
+const CLUSTER_SCOPED = ['Namespace', 'ClusterRole', 'ClusterRoleBinding', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'];
 
 // ---------------------------------------------------------------------------
 // Validators: one per kind, keyed by the model's own apiVersion/kind.
@@ -124,6 +136,8 @@ const VALIDATORS: Validator[] = [
   { model: RoleBinding, typeModule: 'kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding', typeName: 'IRoleBinding', label: 'kubernetes-models rbac/v1 RoleBinding' },
   { model: ClusterRole, typeModule: 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole', typeName: 'IClusterRole', label: 'kubernetes-models rbac/v1 ClusterRole' },
   { model: ClusterRoleBinding, typeModule: 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding', typeName: 'IClusterRoleBinding', label: 'kubernetes-models rbac/v1 ClusterRoleBinding' },
+  { model: ValidatingAdmissionPolicy, typeModule: 'kubernetes-models/admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy', typeName: 'IValidatingAdmissionPolicy', label: 'kubernetes-models admissionregistration/v1 ValidatingAdmissionPolicy' },
+  { model: ValidatingAdmissionPolicyBinding, typeModule: 'kubernetes-models/admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding', typeName: 'IValidatingAdmissionPolicyBinding', label: 'kubernetes-models admissionregistration/v1 ValidatingAdmissionPolicyBinding' },
   { model: PodMonitor, typeModule: '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PodMonitor', typeName: 'IPodMonitor', label: '@kubernetes-models/prometheus-operator monitoring.coreos.com/v1 PodMonitor' },
   { model: PrometheusRule, typeModule: '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule', typeName: 'IPrometheusRule', label: '@kubernetes-models/prometheus-operator monitoring.coreos.com/v1 PrometheusRule' },
 ];
@@ -233,6 +247,12 @@ function permissionsOf(objs: K8sObject[], sa: string): Record<string, string[]> 
       (o.kind === 'ClusterRole' || o.metadata.namespace === b.metadata.namespace));
     expect(role, `${id(b)} must bind a role defined in this install, not ${b.roleRef.kind}/${b.roleRef.name}`).toBeDefined();
     for (const rule of ((role as unknown as { rules?: PolicyRule[] }).rules ?? [])) {
+      // The one grant outside the core group: TokenReviews for sender authentication (overlays/sender-auth).
+      if (rule.apiGroups?.[0] === 'authentication.k8s.io') {
+        expect(rule, `${id(role!)}: only create tokenreviews`).toEqual({ apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] });
+        (grants['tokenreviews'] ??= new Set()).add('create');
+        continue;
+      }
       expect(rule.apiGroups, `${id(role!)}: core group only`).toEqual(['']);
       expect(rule.resourceNames, `${id(role!)}: no resourceNames`).toBeUndefined();
       expect(rule.nonResourceURLs, `${id(role!)}: no nonResourceURLs`).toBeUndefined();
@@ -429,7 +449,8 @@ describe.skipIf(KUBECTL === undefined)('knative/ kustomize builds', () => {
     const objs = () => builds.get(dir)!;
 
     it('is one install: namespaced objects share one namespace, no duplicates', () => {
-      const namespaced = objs().filter((o) => !['Namespace', 'ClusterRole', 'ClusterRoleBinding'].includes(o.kind));
+      const namespaced = objs().filter((o) => !CLUSTER_SCOPED.includes(o.kind));
+      for (const o of objs().filter((x) => CLUSTER_SCOPED.includes(x.kind))) expect(o.metadata.namespace, `${id(o)} is cluster-scoped`).toBeUndefined();
       expect(new Set(namespaced.map((o) => o.metadata.namespace))).toEqual(new Set([want.namespace]));
       const ids = objs().map(id);
       expect(new Set(ids).size).toBe(ids.length);
@@ -439,8 +460,9 @@ describe.skipIf(KUBECTL === undefined)('knative/ kustomize builds', () => {
     it('RBAC: no wildcards, no pod writes, no pods/finalizers; every role bound to one of our two identities', () => {
       const roles = objs().filter((o) => o.kind === 'Role' || o.kind === 'ClusterRole');
       const bindings = objs().filter((o) => o.kind === 'RoleBinding' || o.kind === 'ClusterRoleBinding') as Binding[];
-      expect(sorted(roles.map((r) => r.kind))).toEqual(want.rbac === 'cluster' ? ['ClusterRole', 'ClusterRole'] : ['Role', 'Role']);
-      expect(sorted(bindings.map((b) => b.kind))).toEqual(want.rbac === 'cluster' ? ['ClusterRoleBinding', 'ClusterRoleBinding'] : ['RoleBinding', 'RoleBinding']);
+      const tokenReview = want.senderAuth === true ? ['Cluster'] : [];
+      expect(sorted(roles.map((r) => r.kind))).toEqual(sorted([...(want.rbac === 'cluster' ? ['ClusterRole', 'ClusterRole'] : ['Role', 'Role']), ...tokenReview.map((k) => `${k}Role`)]));
+      expect(sorted(bindings.map((b) => b.kind))).toEqual(sorted([...(want.rbac === 'cluster' ? ['ClusterRoleBinding', 'ClusterRoleBinding'] : ['RoleBinding', 'RoleBinding']), ...tokenReview.map((k) => `${k}RoleBinding`)]));
       for (const r of roles) {
         for (const rule of ((r as unknown as { rules?: PolicyRule[] }).rules ?? [])) {
           for (const field of [rule.apiGroups ?? [], rule.resources ?? [], rule.verbs]) expect(field, id(r)).not.toContain('*');
@@ -464,8 +486,31 @@ describe.skipIf(KUBECTL === undefined)('knative/ kustomize builds', () => {
       }
     });
 
-    it('the function may only get/list pods and get/list/create/patch/delete services', () => {
-      expect(permissionsOf(objs(), FN_SA)).toEqual(FN_PERMISSIONS);
+    it('the function may only get/list pods and get/list/create/patch/delete services (and create TokenReviews with sender authentication)', () => {
+      expect(permissionsOf(objs(), FN_SA)).toEqual(want.senderAuth === true ? { ...FN_PERMISSIONS, tokenreviews: ['create'] } : FN_PERMISSIONS);
+    });
+
+    it(want.senderAuth === true ? 'sender authentication: both sources request the audience the function checks' : 'sender authentication is off (the default)', () => {
+      const fn = knativeServices(objs()).find((s) => s.metadata.name === KSVC);
+      const env = fn === undefined ? {} : envMap(fn.spec.template.spec.containers[0]!);
+      const audiences = [...ofKind(objs(), 'ApiServerSource'), ...ofKind(objs(), 'PingSource')].map((o) => (o as unknown as { spec: { sink: { audience?: string } } }).spec.sink.audience);
+      if (want.senderAuth !== true) {
+        expect(env['SENDER_AUTH']).toBeUndefined();
+        expect(audiences).toEqual([undefined, undefined]);
+        return;
+      }
+      expect(env['SENDER_AUTH']).toBe('tokenreview');
+      // Knative's audience format for the sink: <group>/<kind>/<namespace>/<name>, lower case (knative/eventing pkg/auth/audience.go).
+      expect(env['SENDER_AUTH_AUDIENCE']).toBe(`serving.knative.dev/service/${want.namespace}/${KSVC}`);
+      expect(audiences).toEqual([env['SENDER_AUTH_AUDIENCE'], env['SENDER_AUTH_AUDIENCE']]);
+      // The sources' OIDC ServiceAccounts: <source name> + "oidc-<group>-<kind>" lower case, when that fits in 63 characters (pkg/auth/serviceaccount.go, kmeta.ChildName).
+      const oidcUser = (name: string, kind: string) => {
+        const sa = `${name}oidc-sources.knative.dev-${kind}`;
+        expect(sa.length).toBeLessThanOrEqual(63);
+        return `system:serviceaccount:${want.namespace}:${sa}`;
+      };
+      const source = ofKind(objs(), 'ApiServerSource')[0]!.metadata.name;
+      expect(env['SENDER_AUTH_USERS']?.split(',')).toEqual([oidcUser(source, 'apiserversource'), oidcUser(PING_NAME, 'pingsource')]);
     });
 
     it('the ApiServerSource may only get/list/watch pods', () => {
