@@ -1,3 +1,4 @@
+import { KubeTokenReviewer } from '../functions/executor-service/sender-auth.ts';
 import { startFunctionServer, type FunctionServer } from '../functions/executor-service/server.ts';
 import { type Config, loadConfig } from '../shared/ops/config.ts';
 import { CoreV1KubeClient } from '../shared/kube/client.ts';
@@ -39,7 +40,8 @@ export interface HarnessOptions {
 
 export async function startHarness(env: Record<string, string> = {}, opts: HarnessOptions = {}): Promise<Harness> {
   const emulator = opts.emulator ?? (await startEmulator());
-  const config = loadConfig({ WATCH_NAMESPACES: 'spark', BLOCK_MANAGER_PORT: '7079', LOG_LEVEL: 'debug', ...env }, () => undefined);
+  // Tests send sweeps back to back: no coalescing (SWEEP_MIN_INTERVAL_MS) unless a test asks for it.
+  const config = loadConfig({ WATCH_NAMESPACES: 'spark', BLOCK_MANAGER_PORT: '7079', LOG_LEVEL: 'debug', SWEEP_MIN_INTERVAL_MS: '0', ...env }, () => undefined);
   const logs: Array<Record<string, unknown>> = [];
   const log = opts.logger ?? jsonLogger('debug', (line) => logs.push(JSON.parse(line) as Record<string, unknown>));
   const metrics = opts.metrics ?? newMetrics();
@@ -53,7 +55,12 @@ export async function startHarness(env: Record<string, string> = {}, opts: Harne
       caches,
       now: opts.now,
     },
-    { port: 0, host: '127.0.0.1' },
+    {
+      port: 0,
+      host: '127.0.0.1',
+      // As run.ts: SENDER_AUTH=tokenreview asks this API server (the emulator's TokenReview).
+      ...(config.senderAuth === undefined ? {} : { tokenReviewer: new KubeTokenReviewer(emulator.kubeConfig(), config.requestTimeoutMs) }),
+    },
   );
   const url = `http://127.0.0.1:${fn.port}/`;
   return {

@@ -172,6 +172,8 @@ export function functionEnv(kubeconfig: string, port: number, extra: Record<stri
     WATCH_NAMESPACES: 'bench,bench-warm',
     LOG_LEVEL: 'info',
     COOLDOWN_SECONDS: '300',
+    // The lifecycle section sends sweeps back to back until one finishes its round.
+    SWEEP_MIN_INTERVAL_MS: '0',
     ...extra,
   };
 }

@@ -96,7 +96,7 @@ function failure(error: unknown): Extract<Handled, { readonly error: string }> {
   return { status: 500, error: error instanceof Error ? error.message : String(error) };
 }
 
-function replyFor(event: CloudEventLike, result: EventResult): CloudEvent<EventResult> {
+export function replyFor(event: CloudEventLike, result: EventResult): CloudEvent<EventResult> {
   const topic = OUTCOMES[result.action].reply;
   // Correlates the reply with the event that caused it. An id with no usable character gets none:
   // the SDK rejects an extension whose value is undefined, which would turn done work into a 500.

@@ -4,6 +4,7 @@ import { CoreV1KubeClient } from '../../shared/kube/client.ts';
 import { jsonLogger } from '../../shared/ops/log.ts';
 import { newMetrics } from '../../shared/ops/metrics.ts';
 import { newProcessCaches } from '../../shared/triggers/process-state.ts';
+import { KubeTokenReviewer } from './sender-auth.ts';
 import { startFunctionServer } from './server.ts';
 
 /**
@@ -28,8 +29,16 @@ export async function main(): Promise<void> {
   const metrics = newMetrics({ processMetrics: true });
   const server = await startFunctionServer(
     { client: new CoreV1KubeClient(kubeConfig, config.requestTimeoutMs), config, log, metrics, caches: newProcessCaches() },
-    { port: config.port },
+    {
+      port: config.port,
+      ...(config.senderAuth === undefined ? {} : { tokenReviewer: new KubeTokenReviewer(kubeConfig, config.requestTimeoutMs) }),
+    },
   );
+  if (config.senderAuth === undefined) {
+    log.warn('sender authentication is off: any pod that can reach this function can send it events (set SENDER_AUTH=tokenreview with Knative\'s authentication-oidc; docs/deploy.md)', {});
+  } else {
+    log.info('sender authentication on', { audience: config.senderAuth.audience, users: config.senderAuth.users });
+  }
   log.info('listening', {
     port: server.port,
     namespaces: config.namespaces,

@@ -1,10 +1,13 @@
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import { HTTP } from 'cloudevents';
-import type { CloudEventLike } from '../../shared/model/events.ts';
+import { type CloudEventLike, PING_TYPE } from '../../shared/model/events.ts';
 import type { Logger } from '../../shared/ops/log.ts';
 import { type EventOutcome, METRICS_PATH, type RefusedReason } from '../../shared/ops/metrics.ts';
 import { traceparentOf } from '../../shared/model/trace-context.ts';
-import { type HandlerDeps, handleEvent } from './handler.ts';
+import { type HandlerDeps, handleEvent, replyFor } from './handler.ts';
+import { BodyRejected, checkBinaryHeaders, prepareBody } from './request-limits.ts';
+import { SenderAuthenticator, type TokenReviewer } from './sender-auth.ts';
+import { SweepGate } from './sweep-gate.ts';
 
 export const LIVENESS_PATH = '/health/liveness';
 export const READINESS_PATH = '/health/readiness';
@@ -34,8 +37,24 @@ interface Answered {
   readonly outcome: EventOutcome;
 }
 
+export interface FunctionServerOptions {
+  readonly port: number;
+  readonly host?: string;
+  /** Verifies senders' tokens; required when config.senderAuth is set (run.ts: TokenReview against the API server). */
+  readonly tokenReviewer?: TokenReviewer;
+}
+
+/**
+ * How often Node checks requestTimeout/headersTimeout. Node's default is 30 s
+ * (http.createServer connectionsCheckingInterval), so a configured 30 s held a stalled
+ * connection for up to 60 s: the bound is the timeout plus one interval.
+ */
+export function connectionsCheckingIntervalFor(receiveTimeoutMs: number): number {
+  return Math.min(1_000, Math.max(50, Math.floor(receiveTimeoutMs / 10)));
+}
+
 /** The function's HTTP face: CloudEvents on POST /, health probes, graceful shutdown. */
-export async function startFunctionServer(deps: HandlerDeps, options: { port: number; host?: string }): Promise<FunctionServer> {
+export async function startFunctionServer(deps: HandlerDeps, options: FunctionServerOptions): Promise<FunctionServer> {
   let inFlight = 0;
   let draining = false;
   const drained: Array<() => void> = [];
@@ -48,7 +67,18 @@ export async function startFunctionServer(deps: HandlerDeps, options: { port: nu
     inFlight: () => inFlight,
   });
 
-  const server = createServer((req, res) => {
+  // The edge (issue 17): sender authentication, sweep coalescing, bounded requests (request-limits.ts).
+  const senderAuth = deps.config.senderAuth;
+  if (senderAuth !== undefined && options.tokenReviewer === undefined) throw new Error('SENDER_AUTH=tokenreview needs a token reviewer');
+  const authenticator = senderAuth === undefined ? undefined : new SenderAuthenticator(senderAuth, options.tokenReviewer!, metrics.registry);
+  const sweepGate = new SweepGate(deps.config.sweepMinIntervalMs, metrics);
+  const receiveTimeoutMs = deps.config.requestReceiveTimeoutMs;
+
+  const server = createServer({
+    requestTimeout: receiveTimeoutMs,
+    headersTimeout: Math.min(receiveTimeoutMs, 10_000),
+    connectionsCheckingInterval: connectionsCheckingIntervalFor(receiveTimeoutMs),
+  }, (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method === 'GET' && path === LIVENESS_PATH) return sendJson(res, 200, { status: 'ok' });
     if (req.method === 'GET' && path === READINESS_PATH) return sendJson(res, draining ? 503 : 200, { status: draining ? 'draining' : 'ready' });
@@ -67,6 +97,12 @@ export async function startFunctionServer(deps: HandlerDeps, options: { port: nu
     const seen: { type: unknown } = { type: req.headers['ce-type'] };
     void serveEvent(req, res, seen)
       .catch((error: unknown): Answered => {
+        if (!(error instanceof HttpError) && req.destroyed && !req.complete) {
+          // The body did not arrive (REQUEST_RECEIVE_TIMEOUT_MS: Node answered 408 and closed), or the sender went away.
+          log.warn('request body not received', { error: error instanceof Error ? error.message : String(error), receiveTimeoutMs });
+          metrics.recordRefused('body-not-received');
+          return { code: 408, outcome: 'rejected' };
+        }
         const status = error instanceof HttpError ? error.status : 500;
         const message = error instanceof Error ? error.message : String(error);
         if (status >= 500) log.error('request failed', { error: message });
@@ -87,13 +123,56 @@ export async function startFunctionServer(deps: HandlerDeps, options: { port: nu
         if (inFlight === 0) drained.splice(0).forEach((resolve) => resolve());
       });
   });
-  server.requestTimeout = Math.max(deps.config.eventDeadlineMs, deps.config.sweepDeadlineMs) + 10_000;
-  server.headersTimeout = 10_000;
+  // Over the bound Node closes a new connection as soon as it is accepted (net.Server
+  // maxConnections, 'drop' event): the sender sees a reset and retries; Knative's queue-proxy
+  // answers it 502, which the sources retry.
+  server.maxConnections = deps.config.maxConnections;
+  let lastDropWarning = 0;
+  server.on('drop', () => {
+    metrics.recordRefused('too-many-connections');
+    if (Date.now() - lastDropWarning > 10_000) {
+      lastDropWarning = Date.now();
+      log.warn('connection refused: MAX_CONNECTIONS reached', { maxConnections: deps.config.maxConnections });
+    }
+  });
 
   async function serveEvent(req: IncomingMessage, res: ServerResponse, seen: { type: unknown }): Promise<Answered> {
+    if (authenticator !== undefined) {
+      // On the headers alone: a refused sender's body is never read.
+      const verdict = await authenticator.check(req.headers.authorization);
+      if (!verdict.ok) {
+        res.shouldKeepAlive = false;
+        throw new HttpError(verdict.status, verdict.reason, verdict.message);
+      }
+    }
     const body = await readBody(req, deps.config.maxBodyBytes);
-    const event = toCloudEvent(req, body);
+    const event = toCloudEvent(req, body, deps.config.maxJsonDepth);
     seen.type = event.type;
+    if (event.type === PING_TYPE) {
+      const admission = sweepGate.tryStart();
+      if (!admission.admitted) {
+        const result = { action: 'swept' as const, reason: admission.message, outcomes: [] };
+        log.debug('sweep coalesced', { eventId: event.id, reason: admission.reason });
+        if (deps.config.replyMode === 'none') {
+          res.writeHead(204);
+          res.end();
+        } else {
+          const message = HTTP.binary(replyFor(event, result));
+          res.writeHead(200, message.headers as Record<string, string>);
+          res.end(typeof message.body === 'string' ? message.body : JSON.stringify(message.body));
+        }
+        return { code: deps.config.replyMode === 'none' ? 204 : 200, outcome: 'swept' };
+      }
+      try {
+        return await answerEvent(req, res, event);
+      } finally {
+        admission.done();
+      }
+    }
+    return answerEvent(req, res, event);
+  }
+
+  async function answerEvent(req: IncomingMessage, res: ServerResponse, event: CloudEventLike & { subject?: unknown }): Promise<Answered> {
     const traceparent = traceparentOf(req.headers['traceparent'], (event as { traceparent?: unknown }).traceparent);
     const handled = await handleEvent(deps, event, typeof event.subject === 'string' ? event.subject : undefined, traceparent);
     if (handled.status !== 200) {
@@ -172,25 +251,28 @@ async function readBody(req: IncomingMessage, limit: number): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-/** Binary and structured content modes, via the CloudEvents SDK; then its own validation. */
-function toCloudEvent(req: IncomingMessage, body: string): CloudEventLike & { subject?: unknown } {
+/**
+ * Binary and structured content modes, via the CloudEvents SDK; then its own validation. The body
+ * reaches the SDK already parsed, once, within the depth bound (request-limits.ts).
+ */
+function toCloudEvent(req: IncomingMessage, body: string, maxJsonDepth: number): CloudEventLike & { subject?: unknown } {
   const headers: Record<string, string> = {};
   for (const [key, value] of Object.entries(req.headers)) {
     if (value !== undefined) headers[key] = Array.isArray(value) ? value.join(', ') : value;
   }
-  // The SDK fills in a missing id or specversion (and accepts any specversion); the spec requires them.
-  const declared = declaredAttributes(headers, body);
-  if (declared !== undefined) {
-    const missing = REQUIRED_ATTRIBUTES.filter((name) => declared[name] === undefined || declared[name] === '');
-    if (missing.length > 0) throw new HttpError(400, 'not-a-cloudevent', `not a valid CloudEvent: missing required attribute(s) ${missing.join(', ')}`);
-    if (!SPEC_VERSIONS.includes(declared['specversion']!)) {
-      throw new HttpError(400, 'not-a-cloudevent', `not a valid CloudEvent: specversion ${JSON.stringify(declared['specversion']!.slice(0, 20))} is not supported (1.0 or 0.3)`);
-    }
+  let prepared;
+  try {
+    prepared = prepareBody(headers['content-type'], body, maxJsonDepth);
+    // The SDK fills in a missing id or specversion (and accepts any specversion); the spec requires them.
+    if (prepared.mode === 'binary') checkBinaryHeaders(headers);
+  } catch (error) {
+    if (error instanceof BodyRejected) throw new HttpError(error.status, error.reason, error.message);
+    throw error;
   }
   return withoutStackTraces(() => {
     let parsed: unknown;
     try {
-      parsed = HTTP.toEvent({ headers, body });
+      parsed = HTTP.toEvent({ headers, body: prepared.body });
     } catch (error) {
       throw new HttpError(400, 'not-a-cloudevent', `not a valid CloudEvent: ${error instanceof Error ? error.message : String(error)}`);
     }
@@ -220,26 +302,4 @@ function withoutStackTraces<T>(work: () => T): T {
   } finally {
     Error.stackTraceLimit = limit;
   }
-}
-
-const SPEC_VERSIONS: readonly string[] = ['1.0', '0.3'];
-const REQUIRED_ATTRIBUTES = ['specversion', 'id', 'source', 'type'] as const;
-
-/**
- * The required attributes as the sender wrote them: ce-* headers (binary mode) or JSON fields
- * (structured mode); undefined when a structured body is not JSON (the SDK says so).
- */
-function declaredAttributes(headers: Record<string, string>, body: string): Record<string, string | undefined> | undefined {
-  if (!/^application\/cloudevents(-batch)?\+json/i.test(headers['content-type'] ?? '')) {
-    return Object.fromEntries(REQUIRED_ATTRIBUTES.map((name) => [name, headers[`ce-${name}`]]));
-  }
-  let first: unknown;
-  try {
-    const parsed = JSON.parse(body) as unknown;
-    first = Array.isArray(parsed) ? (parsed[0] as unknown) : parsed;
-  } catch {
-    return undefined;
-  }
-  const record = typeof first === 'object' && first !== null ? (first as Record<string, unknown>) : {};
-  return Object.fromEntries(REQUIRED_ATTRIBUTES.map((name) => [name, typeof record[name] === 'string' ? (record[name] as string) : undefined]));
 }

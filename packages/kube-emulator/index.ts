@@ -13,11 +13,13 @@ import { Namespaces } from './namespaces.ts';
 import { Registry } from './registry.ts';
 import { createHandler, type RequestRecord } from './server.ts';
 import { STRATEGIES } from './strategy.ts';
+import { TokenIssuer } from './tokenreview.ts';
 import { clone, type ResourceName } from './types.ts';
 
 export type { Fault, FaultInjector, FaultRule } from './faults.ts';
 export type { RequestRecord } from './server.ts';
 export { ApiError } from './status.ts';
+export { type MintOptions, TokenIssuer } from './tokenreview.ts';
 
 export interface EmulatorOptions {
   /** 0 (default) picks a free port. */
@@ -59,6 +61,8 @@ export interface KubeEmulator {
   countRequests(filter?: RequestFilter): number;
 
   readonly faults: FaultInjector;
+  /** ServiceAccount tokens for tests, and what POST /apis/authentication.k8s.io/v1/tokenreviews answered (tokenreview.ts). */
+  readonly tokens: TokenIssuer;
   /** down: stop listening and drop every connection (clients get ECONNREFUSED); up: listen again on the same port. */
   setDown(down: boolean): Promise<void>;
   stop(): Promise<void>;
@@ -69,6 +73,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<KubeEmu
   const registry = new Registry();
   const namespaces = new Namespaces(registry.store, new Date());
   const faults = new Faults();
+  const tokens = new TokenIssuer();
   const records: RequestRecord[] = [];
   const hung = new Set<ServerResponse>();
   const timers = new Set<NodeJS.Timeout>();
@@ -84,6 +89,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<KubeEmu
     serverAddress: () => `${hostForUrl}:${port}`,
     hung,
     timers,
+    tokens,
   });
 
   let server: Server | undefined;
@@ -156,6 +162,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<KubeEmu
       ).length,
 
     faults,
+    tokens,
     setDown: async (down) => {
       if (stopped) throw new Error('kube-emulator: setDown after stop()');
       if (down) await shutdown();

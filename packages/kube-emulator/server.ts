@@ -29,6 +29,7 @@ import {
 import { STRATEGIES } from './strategy.ts';
 import { type IncludeObject, toTable, wantsTable } from './table.ts';
 import { isRecord, labelsOf, nameOf, type Obj, RESOURCES } from './types.ts';
+import { serveTokenReview, TOKEN_REVIEW_PATH, type TokenIssuer } from './tokenreview.ts';
 
 export interface RequestRecord {
   readonly method: string;
@@ -51,6 +52,8 @@ export interface HandlerDeps {
   /** Hung responses and delay timers, so stop()/setDown() can end them. */
   readonly hung: Set<ServerResponse>;
   readonly timers: Set<NodeJS.Timeout>;
+  /** authentication.k8s.io/v1 TokenReview (tokenreview.ts). */
+  readonly tokens: TokenIssuer;
 }
 
 const MAX_BODY_BYTES = 3 * 1024 * 1024;
@@ -221,9 +224,12 @@ export function createHandler(deps: HandlerDeps): (req: IncomingMessage, res: Se
     const query = url.searchParams;
     const r = route(url.pathname);
     const watch = query.get('watch') === 'true' || query.get('watch') === '1';
-    const verb = verbOf(method, r, watch);
-    const resource =
-      r.type === 'resource' ? r.resource : r.type === 'namespaces' ? 'namespaces' : r.type === 'notFound' ? r.resource : undefined;
+    // TokenReview (tokenreview.ts): the one resource outside core/v1, recorded as create tokenreviews.
+    const tokenReview = url.pathname === TOKEN_REVIEW_PATH;
+    const verb = tokenReview ? (method === 'POST' ? 'create' : 'unknown') : verbOf(method, r, watch);
+    const resource = tokenReview
+      ? 'tokenreviews'
+      : r.type === 'resource' ? r.resource : r.type === 'namespaces' ? 'namespaces' : r.type === 'notFound' ? r.resource : undefined;
     const record: RequestRecord = {
       method,
       path: url.pathname,
@@ -252,6 +258,7 @@ export function createHandler(deps: HandlerDeps): (req: IncomingMessage, res: Se
     const run = async (): Promise<Reply> => {
       const raw = ['POST', 'PUT', 'PATCH', 'DELETE'].includes(method) ? await readBody(req) : (req.resume(), '');
       if (fault?.kind === 'status' || fault?.kind === 'conflict') return faultReply(fault, r, verb);
+      if (tokenReview) return serveTokenReview(deps.tokens, method, raw);
       // Negotiation only happens for API objects; unknown paths 404 whatever the Accept header.
       if ((r.type === 'resource' || r.type === 'namespaces') && !acceptsJson(req.headers.accept)) throw notAcceptable(JSON_TYPES);
       return dispatch(req, method, r, verb, query, raw);

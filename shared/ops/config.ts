@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { EDGE_ENV, type EdgeConfig, edgeConfig } from './edge-config.ts';
 
 /** In-cluster, a pod's own namespace is in this file; it is the default watch scope. */
 export const SERVICE_ACCOUNT_NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
@@ -42,11 +43,13 @@ const EnvSchema = z.object({
   MAX_BODY_BYTES: intFromEnv(1024, 64 * 1024 * 1024).default(1024 * 1024),
   SWEEP_PAGE_SIZE: intFromEnv(1, 5_000).default(500),
   MAX_SERVICES_PER_NAMESPACE: intFromEnv(1, 1_000_000).default(2_000),
+  // The HTTP edge (request bounds, sweep coalescing, sender authentication): shared/edge-config.ts.
+  ...EDGE_ENV,
 });
 
 export type LogLevel = z.infer<typeof EnvSchema>['LOG_LEVEL'];
 
-export interface Config {
+export interface Config extends EdgeConfig {
   /** Namespaces the function may act in; it never touches anything elsewhere. */
   readonly namespaces: readonly string[];
   /** `label`: only executors (or their drivers) that carry the opt-in key; `all`: every Spark executor. */
@@ -100,6 +103,8 @@ export function loadConfig(
     throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
   }
   const e = parsed.data;
+  const edge = edgeConfig(e);
+  if (edge.problems.length > 0) throw new ConfigError(`invalid configuration:\n  ${edge.problems.join('\n  ')}`);
   let namespaces = e.WATCH_NAMESPACES;
   if (namespaces.length === 0) {
     const own = readNamespaceFile()?.trim();
@@ -125,6 +130,7 @@ export function loadConfig(
     sweepPageSize: e.SWEEP_PAGE_SIZE,
     maxServicesPerNamespace: e.MAX_SERVICES_PER_NAMESPACE,
     factTtlMs: FACT_TTL_MS,
+    ...edge.config,
   };
 }
 

@@ -39,13 +39,22 @@ export type RefusedReason =
   | 'batch' // 400: batched CloudEvents
   | 'invalid-event' // 400: a CloudEvent, but its data is not what its type promises
   | 'method-not-allowed' // 405
-  | 'unknown-path'; // 404
+  | 'unknown-path' // 404
+  // The HTTP edge (functions/executor-service/request-limits.ts, sender-auth.ts):
+  | 'json-too-deep' // 400: nested deeper than MAX_JSON_DEPTH, refused unparsed
+  | 'body-not-received' // 408: the body did not arrive within REQUEST_RECEIVE_TIMEOUT_MS (or the sender left)
+  | 'too-many-connections' // connection closed on accept: MAX_CONNECTIONS open
+  | 'unauthenticated' // 401: no valid token for our audience (SENDER_AUTH)
+  | 'forbidden' // 403: a valid token of an identity not in SENDER_AUTH_USERS
+  | 'auth-unavailable'; // 503: the TokenReview could not be made
 
 /**
  * How a sweep tick ended: a whole round over every watched namespace finished, it goes on next
- * time, it failed (5xx), or it found another sweep running in the process and did nothing.
+ * time, it failed (5xx), or it found another sweep running in the process and did nothing, or it came
+ * sooner than SWEEP_MIN_INTERVAL_MS after the last start and did nothing (functions/executor-service/sweep-gate.ts).
  */
-export type SweepResult = SweepRound | 'failed';
+/** `too-soon`: refused by the sweep gate before any round began (functions/executor-service/sweep-gate.ts). */
+export type SweepResult = SweepRound | 'failed' | 'too-soon';
 
 
 
@@ -170,7 +179,7 @@ export class Metrics {
     });
     this.sweepRuns = new Counter({
       name: `${METRIC_PREFIX}sweep_runs_total`,
-      help: 'Sweep runs (PingSource ticks), by result: round-completed (every watched namespace covered), continues (stopped at half its budget; the next run goes on), failed, already-running (another sweep of this process was running: nothing done).',
+      help: 'Sweep runs (PingSource ticks), by result: round-completed (every watched namespace covered), continues (stopped at half its budget; the next run goes on), failed, already-running (another sweep of this process was running: nothing done), too-soon (less than SWEEP_MIN_INTERVAL_MS after the last start: nothing done). The last two are answered 2xx.',
       labelNames: ['result'],
       registers,
     });
@@ -302,7 +311,7 @@ export class Metrics {
 
   recordSweep(result: SweepResult, seconds: number, outcomes: readonly ServiceOutcome[]): void {
     this.sweepRuns.inc({ result });
-    if (result === 'already-running') return; // no run: neither a duration nor a verdict
+    if (result === 'already-running' || result === 'too-soon') return; // no run: neither a duration nor a verdict
     this.sweepDuration.observe(seconds);
     if (result === 'failed') return;
     // What the sweep wrote; all but `deleted` (mostly cool-downs ending, as planned) mean an event was lost or a Service drifted.
