@@ -32,7 +32,8 @@ const url = `http://127.0.0.1:${port}/`;
 
 let failed = false;
 try {
-  await waitForHttpOk(`http://127.0.0.1:${port}/health/readiness`, { child });
+  // Generous: on a loaded machine the .ts entry can take several seconds to start.
+  await waitForHttpOk(`http://127.0.0.1:${port}/health/readiness`, { child, timeoutMs: 60_000 });
   console.log(`spark-exec-svc demo: API server emulator at ${emulator.url}, function at ${url} (pid ${child.pid})`);
   const started = performance.now();
   const appId = sparkAppId(Date.now() % 100000);

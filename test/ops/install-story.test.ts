@@ -244,7 +244,7 @@ describe('npm start', () => {
     const driverDelete = r.stdout.split('\n').find((l) => /^\s+delete\s+\S+-driver\s+->/.test(l));
     expect(driverDelete).toMatch(/-> spark-exec-svc\.service\.collected /);
     expect(r.stdout).toContain('(no Services of ours left)');
-  }, 60_000);
+  }, 120_000);
 });
 
 describe('scripts/release.sh, up to the image build (no container engine here)', () => {
