@@ -263,7 +263,18 @@ in_background() {
 }
 
 # Does `sleep` take fractions of a second (coreutils; busybox unless built without
-# FEATURE_FLOAT_SLEEP)? If not, sleeps are rounded up to whole seconds.
+# FEATURE_FLOAT_SLEEP)? Asked once, when the wait first needs a sleep (a look-up that finds the
+# name at once needs none). If not, sleeps are rounded up to whole seconds.
+fractional_sleep=
+check_sleep() {
+  [ -z "$fractional_sleep" ] || return 0
+  if sleep 0.00 2>/dev/null; then
+    fractional_sleep=true
+  else
+    fractional_sleep=false
+    log "sleep takes whole seconds only: the wait for $advertise_host may overrun its bound by up to 1 s"
+  fi
+}
 sleep_arg() { # centiseconds -> argument for sleep
   if [ "$fractional_sleep" = true ]; then
     cs_to_s "$1"
@@ -272,12 +283,12 @@ sleep_arg() { # centiseconds -> argument for sleep
   fi
 }
 
-# Kills pid $1 after $2 centiseconds, unless it is told to stop first (SIGTERM), which also ends
-# its sleep. Run in the background: a subshell, where $! is still the parent's until sleep starts.
+# Kills pid $1 after `sleep $2`, unless it is told to stop first (SIGTERM), which also ends its
+# sleep. Run in the background: a subshell, where $! is still the parent's until sleep starts.
 watchdog() {
   _wd_before=$!
   trap '[ "$!" = "$_wd_before" ] || kill -TERM "$!" 2>/dev/null; exit 0' TERM
-  sleep "$(sleep_arg "$2")" &
+  sleep "$2" &
   wait "$!"
   kill -KILL "$1"
 }
@@ -301,11 +312,12 @@ lookup() {
     in_background timeout -s KILL "$(cs_to_s "$2")" getent hosts "$1"
     return
   fi
+  _wd_sleep=$(sleep_arg "$2")
   getent hosts "$1" >/dev/null 2>&1 &
   waiting_on=$!
   newest_child=$!
   _lk_pid=$!
-  watchdog "$_lk_pid" "$2" >/dev/null 2>&1 &
+  watchdog "$_lk_pid" "$_wd_sleep" >/dev/null 2>&1 &
   waiting_on="$_lk_pid $!"
   newest_child=$!
   _wd_pid=$!
@@ -322,12 +334,8 @@ if [ "$wait_seconds" -eq 0 ]; then
 elif ! command -v getent >/dev/null 2>&1; then
   log "getent not found: cannot wait for $advertise_host, advertising it unverified"
 else
-  if sleep 0.00 2>/dev/null; then
-    fractional_sleep=true
-  else
-    fractional_sleep=false
-    log "sleep takes whole seconds only: the wait for $advertise_host may overrun its bound by up to 1 s"
-  fi
+  # the watchdog needs sleep from the first look-up on; with `timeout` only a pause does
+  [ "$lookup_timer" = timeout ] || check_sleep
   tries=0
   start=$(now_cs)
   waiting_for=$advertise_host
@@ -346,6 +354,7 @@ else
         ;;
       124 | 137) cut_off=$((cut_off + 1)) ;;
     esac
+    check_sleep
     remaining=$((deadline - $(now_cs)))
     [ "$remaining" -gt 0 ] || break
     [ "$remaining" -lt "$interval_cs" ] || remaining=$interval_cs
