@@ -46,7 +46,7 @@ export async function deliverLikeAdapter(send: () => Promise<PostedReply>): Prom
 }
 /** A function instance like startHarness's, but whose process caches the test can look at (for leaks only). */
 export async function instanceWithCaches(emulator: KubeEmulator, env: Record<string, string> = {}): Promise<{ url: string; caches: ProcessCaches; close: () => Promise<void> }> {
-  const config = loadConfig({ WATCH_NAMESPACES: NS, BLOCK_MANAGER_PORT: String(PORT), LOG_LEVEL: 'error', SWEEP_MIN_INTERVAL_MS: '0', ...env }, () => undefined);
+  const config = loadConfig({ WATCH_NAMESPACES: NS, BLOCK_MANAGER_PORT: String(PORT), LOG_LEVEL: 'error', SWEEP_MIN_INTERVAL_MS: '0', MAX_CONNECTIONS: '10000', ...env }, () => undefined);
   const caches = newProcessCaches();
   const fn = await startFunctionServer(
     { client: new CoreV1KubeClient(emulator.kubeConfig(), config.requestTimeoutMs), config, log: jsonLogger('error', () => undefined), metrics: newMetrics(), caches },
