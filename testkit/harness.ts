@@ -41,7 +41,13 @@ export interface HarnessOptions {
 export async function startHarness(env: Record<string, string> = {}, opts: HarnessOptions = {}): Promise<Harness> {
   const emulator = opts.emulator ?? (await startEmulator());
   // Tests send sweeps back to back: no coalescing (SWEEP_MIN_INTERVAL_MS) unless a test asks for it.
-  const config = loadConfig({ WATCH_NAMESPACES: 'spark', BLOCK_MANAGER_PORT: '7079', LOG_LEVEL: 'debug', SWEEP_MIN_INTERVAL_MS: '0', ...env }, () => undefined);
+  // They also send bursts of 100+ events straight at the function; in a cluster Knative's
+  // queue-proxy sits in front and holds in-flight requests to containerConcurrency (20), so the
+  // default MAX_CONNECTIONS (64) is raised here unless a test sets it.
+  const config = loadConfig(
+    { WATCH_NAMESPACES: 'spark', BLOCK_MANAGER_PORT: '7079', LOG_LEVEL: 'debug', SWEEP_MIN_INTERVAL_MS: '0', MAX_CONNECTIONS: '10000', ...env },
+    () => undefined,
+  );
   const logs: Array<Record<string, unknown>> = [];
   const log = opts.logger ?? jsonLogger('debug', (line) => logs.push(JSON.parse(line) as Record<string, unknown>));
   const metrics = opts.metrics ?? newMetrics();

@@ -174,6 +174,9 @@ export function functionEnv(kubeconfig: string, port: number, extra: Record<stri
     COOLDOWN_SECONDS: '300',
     // The lifecycle section sends sweeps back to back until one finishes its round.
     SWEEP_MIN_INTERVAL_MS: '0',
+    // The burst sends 64 at once straight at the function (no queue-proxy in front, which would
+    // hold them to containerConcurrency): the connection bound must not be what is measured.
+    MAX_CONNECTIONS: '10000',
     ...extra,
   };
 }
