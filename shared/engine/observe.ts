@@ -12,10 +12,10 @@ import { OUR_SERVICES_SELECTOR, type ServiceFact, appServicesSelector, serviceFa
 import { type PodFact, podFact } from '../model/spark-pod.ts';
 import type { Facts, Need, SlotFacts, SlotKey } from '../rules/decide.ts';
 import { type Observation, ReadOrder, remembered, sharedReadIsFresh } from '../rules/observation.ts';
-import { LOOK_AFRESH, type Look } from '../rules/plan.ts';
+import { LOOK_AFRESH, type Look, markedButHintedRunning } from '../rules/plan.ts';
 import type { ReconcileContext } from './context.ts';
 import { appCacheKey, podKey, slotCacheKey } from './memory.ts';
-import { chunks, inParallel } from './parallel.ts';
+import { chunks, groupByApp, inParallel, slotKey } from './batching.ts';
 import type { ReconcileRequest } from './request.ts';
 
 /** API requests one batch runs at once. */
@@ -24,8 +24,6 @@ export const CONCURRENCY = 8;
 const IDS_PER_LIST = 100;
 /** More Services of one application than this are listed by label, fewer read by name. */
 const GET_AT_MOST = 2;
-
-export const slotKey = (slot: SlotKey): string => `${slot.appId}\u0000${slot.execId}`;
 
 export class FactView {
   readonly namespace: string;
@@ -120,17 +118,9 @@ export class FactView {
     if (cached !== undefined) this.pods.set(name, remembered(cached.value, cached.at));
   }
 
-  /** Executors that fresh Services of this view record as gone while a hint pod shows them running. */
+  /** Executors to read before deciding a sweep page (shared/rules/plan.ts). */
   markedButHintedRunning(): string[] {
-    const names: string[] = [];
-    for (const seen of this.services.values()) {
-      const service = seen.value;
-      if (!seen.fresh || service === 'absent' || service.goneAt === undefined || typeof service.identity !== 'object') continue;
-      const { name, uid } = service.identity.executor;
-      const hinted = this.pods.get(name);
-      if (hinted !== undefined && !hinted.fresh && hinted.value !== 'absent' && hinted.value.uid === uid && !hinted.value.terminal) names.push(name);
-    }
-    return names;
+    return markedButHintedRunning(this.services.values(), this.pods);
   }
 
   takeClaimedWindowSlots(): SlotKey[] {
@@ -328,14 +318,3 @@ export class FactView {
   }
 }
 
-export function uniqueSlots(slots: readonly SlotKey[]): SlotKey[] {
-  const seen = new Map<string, SlotKey>();
-  for (const slot of slots) seen.set(slotKey(slot), { appId: slot.appId, execId: slot.execId });
-  return [...seen.values()];
-}
-
-function groupByApp(slots: readonly SlotKey[]): Map<string, SlotKey[]> {
-  const groups = new Map<string, SlotKey[]>();
-  for (const slot of uniqueSlots(slots)) groups.set(slot.appId, [...(groups.get(slot.appId) ?? []), slot]);
-  return groups;
-}

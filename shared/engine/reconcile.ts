@@ -11,8 +11,8 @@ import { type Need, type SlotKey, decide } from '../rules/decide.ts';
 import type { ServiceOutcome } from '../rules/outcome.ts';
 import { apply } from './apply.ts';
 import type { ReconcileContext } from './context.ts';
-import { CONCURRENCY, FactView, uniqueSlots } from './observe.ts';
-import { inParallel } from './parallel.ts';
+import { CONCURRENCY, FactView } from './observe.ts';
+import { inParallel, uniqueSlots } from './batching.ts';
 import type { ReconcileRequest } from './request.ts';
 import type { SlotHolder } from './slot-locks.ts';
 

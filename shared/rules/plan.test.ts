@@ -15,7 +15,8 @@
 import { describe, expect, it } from 'vitest';
 import type { ServiceFact } from '../model/service-spec.ts';
 import type { PodFact } from '../model/spark-pod.ts';
-import { type ExecutorPlan, type Remembered, planExecutorEvent } from './plan.ts';
+import type { Observation } from './observation.ts';
+import { type ExecutorPlan, type RememberedNearby, markedButHintedRunning, planExecutorEvent } from './plan.ts';
 
 const APP = 'spark-a1';
 const NOW = 1_000_000;
@@ -57,14 +58,14 @@ function serviceFor(execId: string, extra: Partial<ServiceFact> = {}): ServiceFa
   };
 }
 
-const nothing: Remembered = { serviceOf: () => undefined };
+const nothing: RememberedNearby = { serviceOf: () => undefined };
 
 interface Row {
   readonly name: string;
   /** What the event says: 'runs' (add/update of a running pod) or 'went' (delete, or a terminal phase). */
   readonly says: 'runs' | 'went';
   readonly pod?: PodFact;
-  readonly remembered?: Partial<Remembered>;
+  readonly remembered?: Partial<RememberedNearby>;
   readonly now?: number;
   readonly want: {
     readonly slots: readonly string[];
@@ -79,7 +80,7 @@ interface Row {
 
 const eight = serviceFor('8');
 const peerServices: Record<string, ServiceFact> = { '7': serviceFor('7'), '9': serviceFor('9'), '11': serviceFor('11', { goneAt: '2026-12-03T11:00:00Z' }), '80': serviceFor('80') };
-const withPeers: Partial<Remembered> = { service: eight, serviceOf: (id) => peerServices[id] };
+const withPeers: Partial<RememberedNearby> = { service: eight, serviceOf: (id) => peerServices[id] };
 
 const ROWS: readonly Row[] = [
   {
@@ -203,5 +204,29 @@ describe('the plan of an executor event', () => {
     );
     expect(p.peers.map((s) => Number(s.execId))).toEqual([2, 4, 1, 5, ...Array.from({ length: 27 }, (_, i) => i + 6)]);
     expect(p.peers).toHaveLength(31);
+  });
+});
+
+/**
+ * docs/reliability.md, Limitations: "A gone mark on a running executor's Service (only a race could
+ * write one) is taken off … during the cool-down too, by the sweep: its pods pass reads the
+ * executor a marked Service records when the page shows it running."
+ */
+describe('a sweep page that shows a marked Service’s executor running', () => {
+  const MARK = '2026-12-03T11:00:00Z';
+  const read = <T>(value: T): Observation<T> => ({ value, at: NOW, fresh: true, order: 1 });
+  const heard = <T>(value: T): Observation<T> => ({ value, at: 0, fresh: false, order: 0 });
+  const rows: ReadonlyArray<readonly [string, Observation<ServiceFact | 'absent'>, Observation<PodFact | 'absent'> | undefined, readonly string[]]> = [
+    ['marked, read now, the page shows its executor running: read that executor', read(serviceFor('8', { goneAt: MARK })), heard(executor('8')), ['exec-8']],
+    ['not marked: nothing to read first', read(serviceFor('8')), heard(executor('8')), []],
+    ['the page shows a pod of that name with another UID: not its executor', read(serviceFor('8', { goneAt: MARK })), heard(executor('8', { uid: 'uid-other' })), []],
+    ['the page shows its executor ended: the mark is right', read(serviceFor('8', { goneAt: MARK })), heard(executor('8', { terminal: true })), []],
+    ['the page does not show it: the mark stands, unread', read(serviceFor('8', { goneAt: MARK })), undefined, []],
+    ['the executor was read now already: nothing more to read', read(serviceFor('8', { goneAt: MARK })), read(executor('8')), []],
+    ['a remembered (not read now) Service: the rule book reads it first anyway', heard(serviceFor('8', { goneAt: MARK })), heard(executor('8')), []],
+  ];
+  it.each(rows)('%s', (_name, service, pod, want) => {
+    const pods = new Map(pod === undefined ? [] : [['exec-8', pod] as const]);
+    expect(markedButHintedRunning([service], pods)).toEqual(want);
   });
 });

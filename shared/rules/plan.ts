@@ -10,6 +10,7 @@
 import type { PodFact } from '../model/spark-pod.ts';
 import type { ServiceFact } from '../model/service-spec.ts';
 import type { SlotKey } from './decide.ts';
+import type { Observation } from './observation.ts';
 
 /** The cost rules: how widely an event looks (each one a number with its reason). */
 export const LOOK = {
@@ -59,7 +60,7 @@ export interface Look {
 export const LOOK_AFRESH: Look = { trust: TRUST_NOTHING, claimantWindow: 0, shareLists: false, coordinate: false, readServicesFirst: false };
 
 /** What the process remembers around the executor an event names (all of it optional: a new process remembers nothing). */
-export interface Remembered {
+export interface RememberedNearby {
   /** The event's pod, as last read. */
   readonly pod?: PodFact | undefined;
   /** The Service of the event's slot, as last read or written. */
@@ -90,7 +91,7 @@ export interface ExecutorPlan {
  * agree with it (a wrong "runs" only keeps or creates); for one it says went, that executor and
  * its slot are read afresh.
  */
-export function planExecutorEvent(event: ExecutorEvent, remembered: Remembered, now: number): ExecutorPlan {
+export function planExecutorEvent(event: ExecutorEvent, remembered: RememberedNearby, now: number): ExecutorPlan {
   const { hint, slot, goneHint } = event;
   const agrees = !goneHint && remembered.pod !== undefined && samePodFact(remembered.pod, hint);
   const service = remembered.service;
@@ -126,7 +127,7 @@ export function planExecutorEvent(event: ExecutorEvent, remembered: Remembered, 
  * for them and unmarked: the ones whose own "ended" events would each cost a list and a patch.
  * Nothing here is believed: they are only added to what is read and decided.
  */
-function endedPeers(slot: SlotKey, remembered: Remembered, now: number): { slots: SlotKey[]; executors: string[] } | undefined {
+function endedPeers(slot: SlotKey, remembered: RememberedNearby, now: number): { slots: SlotKey[]; executors: string[] } | undefined {
   const last = remembered.lastPeerLook;
   if (last !== undefined && last.value === 0 && now - last.at < LOOK.quietPeersMs) return undefined;
   const slots: SlotKey[] = [];
@@ -161,4 +162,25 @@ export function samePodFact(a: PodFact, b: PodFact): boolean {
     a.controllerPod?.uid === b.controllerPod?.uid &&
     JSON.stringify(a.port) === JSON.stringify(b.port)
   );
+}
+
+/**
+ * The other half of the cool-down rule ("the mark stands, unread", shared/rules/decide.ts): a
+ * Service read now that records its executor gone, while a page of pods the caller only heard of
+ * (a sweep page) shows that executor running. Its executor is read before deciding, or a wrong
+ * mark would stand for the whole cool-down.
+ */
+export function markedButHintedRunning(
+  services: Iterable<Observation<ServiceFact | 'absent'>>,
+  pods: ReadonlyMap<string, Observation<PodFact | 'absent'>>,
+): string[] {
+  const names: string[] = [];
+  for (const seen of services) {
+    const service = seen.value;
+    if (!seen.fresh || service === 'absent' || service.goneAt === undefined || typeof service.identity !== 'object') continue;
+    const { name, uid } = service.identity.executor;
+    const hinted = pods.get(name);
+    if (hinted !== undefined && !hinted.fresh && hinted.value !== 'absent' && hinted.value.uid === uid && !hinted.value.terminal) names.push(name);
+  }
+  return names;
 }

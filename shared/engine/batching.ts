@@ -1,3 +1,20 @@
+/** Slots grouped and deduplicated, work cut into chunks and run a few at a time: how one batch of reads or writes is shaped. */
+import type { SlotKey } from '../rules/decide.ts';
+
+export const slotKey = (slot: SlotKey): string => `${slot.appId}\u0000${slot.execId}`;
+
+export function uniqueSlots(slots: readonly SlotKey[]): SlotKey[] {
+  const seen = new Map<string, SlotKey>();
+  for (const slot of slots) seen.set(slotKey(slot), { appId: slot.appId, execId: slot.execId });
+  return [...seen.values()];
+}
+
+export function groupByApp(slots: readonly SlotKey[]): Map<string, SlotKey[]> {
+  const groups = new Map<string, SlotKey[]>();
+  for (const slot of uniqueSlots(slots)) groups.set(slot.appId, [...(groups.get(slot.appId) ?? []), slot]);
+  return groups;
+}
+
 export function chunks<T>(items: readonly T[], size: number): T[][] {
   const out: T[][] = [];
   for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
