@@ -15,12 +15,3 @@ export async function forEachPage<T>(
     token = page.continueToken;
   } while (token !== undefined);
 }
-
-/** Every item of a paged list. */
-export async function listAll<T>(fetchPage: (continueToken: string | undefined) => Promise<Page<T>>): Promise<T[]> {
-  const items: T[] = [];
-  await forEachPage(fetchPage, (page) => {
-    items.push(...page);
-  });
-  return items;
-}
