@@ -20,11 +20,15 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { type ApiClient } from './api.ts';
-import { type Cluster, hostKubeRules, startCluster } from './cluster.ts';
+import { type Cluster, hostKubeRules, type ProxyMode, startCluster } from './cluster.ts';
 
 const TOOLS = join(fileURLToPath(import.meta.url), '..', '..', 'tools');
 const NODE = process.execPath;
 const NS = 'plane';
+// kube-proxy modes to run the plane in, one fresh cluster each (default both).
+const MODES = (process.env['SPARK_EXEC_SVC_E2E_PROXY_MODES'] ?? 'iptables,nftables')
+  .split(',')
+  .map((m) => z.enum(['iptables', 'nftables']).parse(m.trim())) satisfies ProxyMode[];
 
 const PodSchema = z.object({
   metadata: z.object({ name: z.string(), uid: z.string(), deletionTimestamp: z.string().optional() }),
@@ -92,15 +96,15 @@ async function waitRunningReady(api: ApiClient, name: string): Promise<Pod> {
   });
 }
 
-describe('the real control plane and the process kubelet', () => {
+describe.each(MODES)('the real control plane and the process kubelet (kube-proxy %s)', (proxyMode) => {
   let cluster: Cluster;
   let tenantApi: ApiClient;
   const rulesBefore = hostKubeRules();
   const probes: ChildProcess[] = [];
 
   beforeAll(async () => {
-    cluster = await startCluster();
-    process.stderr.write(`[plane.e2e] warm start timings (ms): ${JSON.stringify(cluster.timings)}\n`);
+    cluster = await startCluster({ proxyMode });
+    process.stderr.write(`[plane.e2e] ${proxyMode}: warm start timings (ms): ${JSON.stringify(cluster.timings)}\n`);
     await cluster.createNamespace(NS);
     const tenant = await cluster.createTenant(NS, 'tenant');
     tenantApi = cluster.apiAs(tenant.token);
@@ -188,7 +192,7 @@ describe('the real control plane and the process kubelet', () => {
     const refused = attempts.find((a) => a.t >= deletedAt && a.outcome === 'refused');
     expect(refused, `probe outcomes after the delete: ${JSON.stringify(attempts.filter((a) => a.t >= deletedAt).map((a) => a.outcome))}`).toBeDefined();
     const outcomes = [...new Set(attempts.filter((a) => a.t >= deletedAt).map((a) => a.outcome))];
-    process.stderr.write(`[plane.e2e] delete -> first refused connect to the ClusterIP: ${(refused?.t ?? 0) + (refused?.ms ?? 0) - deletedAt} ms (outcomes seen after the delete: ${outcomes.join(', ')})\n`);
+    process.stderr.write(`[plane.e2e] ${proxyMode}: delete -> first refused connect to the ClusterIP: ${(refused?.t ?? 0) + (refused?.ms ?? 0) - deletedAt} ms (outcomes seen after the delete: ${outcomes.join(', ')})\n`);
 
     // The kubelet's shape: deletionTimestamp, then the terminal state of a SIGTERMed container.
     const last = statuses.at(-1);

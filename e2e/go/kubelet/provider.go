@@ -21,7 +21,9 @@ import (
 	"github.com/virtual-kubelet/virtual-kubelet/node/api"
 	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
@@ -371,14 +373,24 @@ func (p *provider) startPod(r *podRun) {
 			return
 		}
 	}
+	// Specs first: resolving env and mount points takes r.mu itself.
+	specs := make([]*containerSpecFile, len(r.containers))
+	for i, c := range r.containers {
+		spec, err := p.containerSpec(r, c.spec)
+		if err != nil {
+			p.failPod(r, "CreateContainerConfigError", err.Error())
+			return
+		}
+		specs[i] = spec
+	}
 	r.mu.Lock()
 	if r.deleting {
 		r.mu.Unlock()
 		p.finishIfAllExited(r)
 		return
 	}
-	for _, c := range r.containers {
-		if err := p.startContainerLocked(r, c); err != nil {
+	for i, c := range r.containers {
+		if err := p.startContainerLocked(r, c, specs[i]); err != nil {
 			msg := err.Error()
 			r.mu.Unlock()
 			p.log.Error("container start failed", "pod", k, "container", c.spec.Name, "err", msg)
@@ -514,8 +526,8 @@ func dnsConfig(pod *corev1.Pod, clusterDNS, domain string) string {
 }
 
 // startContainerLocked starts one container's process (r.mu held).
-func (p *provider) startContainerLocked(r *podRun, c *containerRun) error {
-	proc, err := p.spawn(r, c.spec)
+func (p *provider) startContainerLocked(r *podRun, c *containerRun, spec *containerSpecFile) error {
+	proc, err := p.spawn(r, c.spec.Name, spec)
 	if err != nil {
 		return err
 	}
@@ -532,17 +544,13 @@ func (p *provider) startContainerLocked(r *podRun, c *containerRun) error {
 
 // spawn starts `ip netns exec <netns> process-kubelet run-container <spec>` (or without the netns
 // for hostNetwork pods); the helper sets up mounts and hostname and execs the container's command.
-func (p *provider) spawn(r *podRun, c corev1.Container) (*procHandle, error) {
-	spec, err := p.containerSpec(r, c)
-	if err != nil {
-		return nil, err
-	}
-	specFile := filepath.Join(r.dir, "container-"+c.Name+".json")
+func (p *provider) spawn(r *podRun, name string, spec *containerSpecFile) (*procHandle, error) {
+	specFile := filepath.Join(r.dir, "container-"+name+".json")
 	b, _ := json.Marshal(spec)
 	if err := os.WriteFile(specFile, b, 0o600); err != nil {
 		return nil, err
 	}
-	logFile, err := os.OpenFile(filepath.Join(r.logDir, c.Name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logFile, err := os.OpenFile(filepath.Join(r.logDir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -617,9 +625,14 @@ func (p *provider) watchContainer(r *podRun, c *containerRun, proc *procHandle) 
 		case <-time.After(delay):
 		case <-r.ctx.Done():
 		}
+		spec, specErr := p.containerSpec(r, c.spec)
 		r.mu.Lock()
 		if !r.deleting {
-			if err := p.startContainerLocked(r, c); err != nil {
+			err := specErr
+			if err == nil {
+				err = p.startContainerLocked(r, c, spec)
+			}
+			if err != nil {
 				c.state = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "RunContainerError", Message: err.Error()}}
 			}
 			p.setConditionsLocked(r)
@@ -698,6 +711,32 @@ func (p *provider) finishIfAllExited(r *podRun) {
 	r.mu.Unlock()
 	p.log.Info("pod terminal", "pod", key(r.pod.Namespace, r.pod.Name), "phase", r.pod.Status.Phase)
 	p.teardownNetwork(r)
+	if r.pod.DeletionTimestamp != nil {
+		go p.finalizeDeletion(r.pod.Namespace, r.pod.Name, r.pod.UID, r.pod.Status.Phase)
+	}
+}
+
+// finalizeDeletion: once the terminal status is in the API, delete the pod with grace 0 and a UID
+// precondition, as the kubelet's status manager does when a terminating pod's containers have
+// stopped (pkg/kubelet/status/status_manager.go canBeDeleted/syncPod at v1.34.4). virtual-kubelet
+// alone would wait for the whole grace period (its informer does not requeue on status changes).
+func (p *provider) finalizeDeletion(namespace, name string, uid types.UID, phase corev1.PodPhase) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for ctx.Err() == nil {
+		pod, err := p.client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil || pod.UID != uid {
+			return // gone (or replaced)
+		}
+		if pod.Status.Phase == phase {
+			zero := int64(0)
+			err := p.client.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &uid}})
+			if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // failPod: the pod cannot run (setup or start failed): Failed with the reason, nothing left running.
@@ -760,7 +799,11 @@ func (p *provider) terminate(r *podRun, grace time.Duration) {
 
 // runToCompletion runs an init container and waits for it.
 func (p *provider) runToCompletion(r *podRun, c corev1.Container) (int32, error) {
-	proc, err := p.spawn(r, c)
+	spec, err := p.containerSpec(r, c)
+	if err != nil {
+		return -1, err
+	}
+	proc, err := p.spawn(r, c.Name, spec)
 	if err != nil {
 		return -1, err
 	}
