@@ -53,6 +53,9 @@ type provider struct {
 	pods   map[string]*podRun // namespace/name
 	notify func(*corev1.Pod)
 	closed bool
+	// updates carries status notifications to one goroutine, in order: a later status must never
+	// be overtaken by an earlier one (virtual-kubelet writes whatever it got last).
+	updates chan *corev1.Pod
 }
 
 func newProvider(cfg config, client kubernetes.Interface, pc nodeutil.ProviderConfig, logger *slog.Logger) *provider {
@@ -65,6 +68,7 @@ func newProvider(cfg config, client kubernetes.Interface, pc nodeutil.ProviderCo
 		mounts:   newMountPoints(),
 		pods:     map[string]*podRun{},
 		notify:   func(*corev1.Pod) {},
+		updates:  make(chan *corev1.Pod, 4096),
 	}
 }
 
@@ -302,14 +306,18 @@ func (p *provider) NotifyPods(ctx context.Context, cb func(*corev1.Pod)) {
 	p.mu.Lock()
 	p.notify = cb
 	p.mu.Unlock()
+	go func() {
+		for pod := range p.updates {
+			p.mu.Lock()
+			f := p.notify
+			p.mu.Unlock()
+			f(pod) // may block; never under our locks
+		}
+	}()
 }
 
 func (p *provider) notifyLocked(r *podRun) {
-	p.mu.Lock()
-	cb := p.notify
-	p.mu.Unlock()
-	pod := r.pod.DeepCopy()
-	go cb(pod) // the callback may block; never under our locks
+	p.updates <- r.pod.DeepCopy()
 }
 
 // ---- the rest of nodeutil.Provider: no kubelet HTTP API (logs are files under --state-dir) ----
@@ -723,12 +731,15 @@ func (p *provider) finishIfAllExited(r *podRun) {
 func (p *provider) finalizeDeletion(namespace, name string, uid types.UID, phase corev1.PodPhase) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	// The terminal status normally reaches the API within milliseconds (virtual-kubelet's status
+	// queue); should it not within 2 s, delete anyway: the processes are gone either way.
+	statusDeadline := time.Now().Add(2 * time.Second)
 	for ctx.Err() == nil {
 		pod, err := p.client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil || pod.UID != uid {
 			return // gone (or replaced)
 		}
-		if pod.Status.Phase == phase {
+		if pod.Status.Phase == phase || time.Now().After(statusDeadline) {
 			zero := int64(0)
 			err := p.client.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &uid}})
 			if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
