@@ -4,7 +4,7 @@
  * synchronous sleep (teardown is synchronous so it also runs from signal and 'exit' handlers).
  */
 import { readFileSync } from 'node:fs';
-import { findBinary, isRoot, run, runOrThrow } from '../../bench/fast-fail/sys.ts';
+import { findBinary, isRoot, run, runOrThrow } from '../../proof/fast-fail/sys.ts';
 
 export { findBinary, isRoot, run, runOrThrow };
 
