@@ -4,6 +4,7 @@
  * pod's projected service-account token), so every process of the harness runs with the rights our
  * manifests give it and no more.
  */
+import { request as httpsRequest } from 'node:https';
 import * as k8s from '@kubernetes/client-node';
 import type { KubeObject } from './render.ts';
 
@@ -99,4 +100,55 @@ export async function createServiceAccountWithRole(
 function describe(error: unknown, what: string): Error {
   if (error instanceof k8s.ApiException) return new Error(`${what}: HTTP ${error.code}: ${typeof error.body === 'string' ? error.body : JSON.stringify(error.body)}`);
   return new Error(`${what}: ${error instanceof Error ? error.message : String(error)}`);
+}
+
+/**
+ * One request to the API server as JSON, with no client library in between: the object as the API
+ * server encodes it (field names as in the API), and the status code.
+ */
+export function rawRequest(access: ApiAccess, method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<{ status: number; body: unknown }> {
+  const url = new URL(path, access.server);
+  const payload = body === undefined ? undefined : JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(
+      {
+        host: url.hostname,
+        port: url.port,
+        path: `${url.pathname}${url.search}`,
+        method,
+        ca: access.caPem,
+        headers: {
+          authorization: `Bearer ${access.token}`,
+          accept: 'application/json',
+          ...(payload === undefined ? {} : { 'content-type': contentType, 'content-length': String(Buffer.byteLength(payload)) }),
+        },
+        timeout: 30_000,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let parsed: unknown = text;
+          try {
+            parsed = JSON.parse(text);
+          } catch {
+            /* not JSON: keep the text */
+          }
+          resolve({ status: res.statusCode ?? 0, body: parsed });
+        });
+        res.on('error', reject);
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`${method} ${path}: no answer within 30 s`)));
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+/** GET that must succeed; returns the JSON body. */
+export async function rawGet(access: ApiAccess, path: string): Promise<unknown> {
+  const answer = await rawRequest(access, 'GET', path);
+  if (answer.status !== 200) throw new Error(`GET ${path}: HTTP ${answer.status}: ${JSON.stringify(answer.body)}`);
+  return answer.body;
 }

@@ -29,13 +29,13 @@ export interface RecordedRequest {
   /** What the sender got back: a status, or 'cut' when the proxy cut the connection. */
   status?: number | 'cut';
   /** 'forwarded' to the function, or the fault injected instead. */
-  disposition?: 'forwarded' | 'injected-503' | 'cut' | 'upstream-unreachable';
+  disposition?: 'forwarded' | 'injected' | 'cut' | 'upstream-unreachable';
   answeredMonoMs?: number;
   responseBody?: string;
 }
 
-/** Decides, per request, whether to forward it or to inject a fault. */
-export type FaultPlan = (req: RecordedRequest) => 'forward' | 'respond-503' | 'cut';
+/** Decides, per request: forward it, answer it here with this status (a 503 as a dataplane would), or cut the connection. */
+export type FaultPlan = (req: RecordedRequest) => 'forward' | 'cut' | { readonly respond: number };
 
 export interface RecordingProxy {
   readonly url: string;
@@ -93,9 +93,9 @@ export async function startRecordingProxy(upstreamUrl: string): Promise<Recordin
         done('cut', 'cut');
         return;
       }
-      if (decision === 'respond-503') {
-        res.writeHead(503, { 'content-type': 'text/plain' }).end('injected by the recording proxy');
-        done(503, 'injected-503');
+      if (decision !== 'forward') {
+        res.writeHead(decision.respond, { 'content-type': 'text/plain' }).end(decision.respond >= 400 ? 'injected by the recording proxy' : '');
+        done(decision.respond, 'injected');
         return;
       }
       const forwarded = request(

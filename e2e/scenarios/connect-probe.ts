@@ -25,6 +25,7 @@ if (host === undefined || !Number.isInteger(port) || port < 1 || port > 65535) {
   process.stderr.write('usage: connect-probe HOST PORT [--until OUTCOME] [--interval-ms N] [--timeout-ms N] [--deadline-ms N]\n');
   process.exit(2);
 }
+const target: string = host;
 const intervalMs = Number(values['interval-ms']);
 const timeoutMs = Number(values['timeout-ms']);
 const deadline = Date.now() + Number(values['deadline-ms']);
@@ -39,7 +40,7 @@ function attempt(): Promise<string> {
     socket.setTimeout(timeoutMs, () => done('timeout'));
     socket.once('connect', () => done('connected'));
     socket.once('error', (error: NodeJS.ErrnoException) => done(error.code === 'ECONNREFUSED' ? 'refused' : (error.code ?? error.message)));
-    socket.connect(port, host);
+    socket.connect({ port, host: target });
   });
 }
 

@@ -3,11 +3,10 @@
  * Services with the admin's token, handed to the spec-written check of test/security/invariant.ts
  * (one rule in one place) through the two reads it makes.
  */
-import * as k8s from '@kubernetes/client-node';
 import type { KubeEmulator } from '../../test/kube-emulator/index.ts';
 import { invariantProblems } from '../../test/security/invariant.ts';
 import { NS } from '../../test/reliability/support.ts';
-import { type ApiAccess, kubeConfigOf } from '../adapter/kube-access.ts';
+import { type ApiAccess, rawGet } from '../adapter/kube-access.ts';
 
 export interface Snapshot {
   readonly pods: Record<string, unknown>[];
@@ -16,14 +15,10 @@ export interface Snapshot {
 
 /** Pods and Services of the namespace, as plain JSON (the API's field names). */
 export async function snapshot(admin: ApiAccess, namespace: string): Promise<Snapshot> {
-  const kc = kubeConfigOf(admin, 'admin');
-  const core = kc.makeApiClient(k8s.CoreV1Api);
-  const [pods, services] = await Promise.all([core.listNamespacedPod({ namespace }), core.listNamespacedService({ namespace })]);
-  const plain = (o: unknown): Record<string, unknown> => k8s.ObjectSerializer.serialize(o, 'V1Pod') as Record<string, unknown>;
-  return {
-    pods: pods.items.map(plain),
-    services: services.items.map((s) => k8s.ObjectSerializer.serialize(s, 'V1Service') as Record<string, unknown>),
-  };
+  const items = async (resource: string): Promise<Record<string, unknown>[]> =>
+    ((await rawGet(admin, `/api/v1/namespaces/${namespace}/${resource}`)) as { items: Record<string, unknown>[] }).items;
+  const [pods, services] = await Promise.all([items('pods'), items('services')]);
+  return { pods, services };
 }
 
 function matches(labels: Record<string, string> | undefined, selector: string | undefined): boolean {
