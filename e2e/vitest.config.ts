@@ -1,14 +1,14 @@
 import { defineConfig } from 'vitest/config';
 
-// `npm run e2e`: the scenarios against the real components, one file at a time (they share the
-// machine's ports, network namespaces and the one control plane each file starts).
+// The e2e runner (`npm run e2e`): every e2e/**/*.e2e.ts against real components. One file at a
+// time (each starts its own cluster in its own network namespaces; the machine has 2 cores).
 export default defineConfig({
   test: {
-    include: ['e2e/scenarios/**/*.e2e.ts'],
-    testTimeout: 10 * 60_000,
-    hookTimeout: 30 * 60_000,
+    include: ['e2e/**/*.e2e.ts'],
+    testTimeout: 180_000,
+    hookTimeout: 300_000,
     pool: 'forks',
     fileParallelism: false,
-    sequence: { concurrent: false },
+    reporters: ['verbose'],
   },
 });

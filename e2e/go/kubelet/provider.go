@@ -1,0 +1,944 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
+	"github.com/virtual-kubelet/virtual-kubelet/node/api"
+	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+)
+
+type config struct {
+	nodeName      string
+	nodeIP        net.IP
+	podCIDR       *net.IPNet
+	netnsPrefix   string
+	stateDir      string
+	clusterDNS    string
+	clusterDomain string
+	selfExe       string
+}
+
+// provider implements nodeutil.Provider (node.PodLifecycleHandler + node.PodNotifier).
+type provider struct {
+	cfg      config
+	client   kubernetes.Interface
+	services corev1listers.ServiceLister
+	log      *slog.Logger
+	ipam     *ipam
+	mounts   *mountPoints
+
+	mu     sync.Mutex
+	pods   map[string]*podRun // namespace/name
+	notify func(*corev1.Pod)
+	closed bool
+}
+
+func newProvider(cfg config, client kubernetes.Interface, pc nodeutil.ProviderConfig, logger *slog.Logger) *provider {
+	return &provider{
+		cfg:      cfg,
+		client:   client,
+		services: pc.Services,
+		log:      logger,
+		ipam:     newIPAM(cfg.podCIDR),
+		mounts:   newMountPoints(),
+		pods:     map[string]*podRun{},
+		notify:   func(*corev1.Pod) {},
+	}
+}
+
+func key(namespace, name string) string { return namespace + "/" + name }
+
+// podRun is one pod as this node runs it. Its fields are guarded by mu.
+type podRun struct {
+	mu         sync.Mutex
+	pod        *corev1.Pod // spec as last received; status is what we report
+	netns      string
+	hostIf     string
+	ip         net.IP
+	dir        string // <state>/pods/<uid>
+	logDir     string
+	record     string // <state>/pods/<ns>_<name>.json
+	containers []*containerRun
+	// lifecycle
+	ctx         context.Context
+	cancel      context.CancelFunc
+	deleting    bool
+	graceEnds   time.Time
+	terminated  chan struct{} // closed once every container process has exited for good
+	networkDown bool
+	setupDone   chan struct{} // closed when setupPod returned (the network exists or never will)
+	createdDirs []string      // mount points this pod created on the host (ref-counted in provider.mounts)
+}
+
+// procHandle is a started process; state is set before done is closed.
+type procHandle struct {
+	pid   int
+	done  chan struct{}
+	state *os.ProcessState
+}
+
+type containerRun struct {
+	spec         corev1.Container
+	proc         *procHandle // nil when no process runs
+	state        corev1.ContainerState
+	lastState    corev1.ContainerState
+	restartCount int32
+	ready        bool
+	started      bool
+}
+
+// ---- node.PodLifecycleHandler ----
+
+func (p *provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
+	if err := validatePod(pod); err != nil {
+		return errdefs.AsInvalidInput(err)
+	}
+	k := key(pod.Namespace, pod.Name)
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return errors.New("process kubelet is shutting down")
+	}
+	if old, ok := p.pods[k]; ok {
+		p.mu.Unlock()
+		if old.pod.UID != pod.UID {
+			return fmt.Errorf("pod %s: the previous pod of that name (uid %s) is still being removed", k, old.pod.UID)
+		}
+		return nil
+	}
+	ip, err := p.ipam.allocate()
+	if err != nil {
+		p.mu.Unlock()
+		return err
+	}
+	uid := strings.ReplaceAll(string(pod.UID), "-", "")
+	r := &podRun{
+		pod:        pod.DeepCopy(),
+		netns:      p.cfg.netnsPrefix + uid[:12],
+		hostIf:     fmt.Sprintf("vp%d", ipIndex(ip)),
+		ip:         ip,
+		dir:        filepath.Join(p.cfg.stateDir, "pods", string(pod.UID)),
+		record:     filepath.Join(p.cfg.stateDir, "pods", pod.Namespace+"_"+pod.Name+".json"),
+		terminated: make(chan struct{}),
+		setupDone:  make(chan struct{}),
+	}
+	r.logDir = filepath.Join(r.dir, "logs")
+	if pod.Spec.HostNetwork {
+		r.ip = p.cfg.nodeIP
+		r.netns = ""
+		p.ipam.release(ip)
+	}
+	for _, c := range pod.Spec.Containers {
+		r.containers = append(r.containers, &containerRun{
+			spec:  c,
+			state: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}},
+		})
+	}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	p.pods[k] = r
+	p.mu.Unlock()
+
+	now := metav1.Now()
+	r.mu.Lock()
+	r.pod.Status = corev1.PodStatus{
+		Phase:     corev1.PodPending,
+		HostIP:    p.cfg.nodeIP.String(),
+		HostIPs:   []corev1.HostIP{{IP: p.cfg.nodeIP.String()}},
+		StartTime: &now,
+		QOSClass:  qosClass(pod),
+	}
+	p.setConditionsLocked(r)
+	p.setContainerStatusesLocked(r)
+	p.notifyLocked(r)
+	r.mu.Unlock()
+
+	go p.startPod(r)
+	return nil
+}
+
+func (p *provider) UpdatePod(ctx context.Context, pod *corev1.Pod) error {
+	p.mu.Lock()
+	r, ok := p.pods[key(pod.Namespace, pod.Name)]
+	p.mu.Unlock()
+	if !ok {
+		return errdefs.NotFoundf("pod %s/%s is not known to this node", pod.Namespace, pod.Name)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pod.UID != pod.UID {
+		return fmt.Errorf("pod %s/%s: uid %s replaced by %s while the old one is being removed", pod.Namespace, pod.Name, r.pod.UID, pod.UID)
+	}
+	// Labels and annotations may change on a running pod; the processes keep running.
+	status := r.pod.Status
+	r.pod = pod.DeepCopy()
+	r.pod.Status = status
+	return nil
+}
+
+// DeletePod starts the graceful termination (SIGTERM, grace period, SIGKILL) and returns; the
+// terminal status is reported through NotifyPods once the processes are gone. When the pod is no
+// longer in the API (virtual-kubelet calls DeletePod again after its force delete) it is forgotten.
+func (p *provider) DeletePod(ctx context.Context, pod *corev1.Pod) error {
+	k := key(pod.Namespace, pod.Name)
+	p.mu.Lock()
+	r, ok := p.pods[k]
+	p.mu.Unlock()
+	if !ok {
+		return errdefs.NotFoundf("pod %s is not known to this node", k)
+	}
+	r.mu.Lock()
+	if r.pod.UID != pod.UID && pod.UID != "" {
+		r.mu.Unlock()
+		return errdefs.NotFoundf("pod %s with uid %s is not known to this node", k, pod.UID)
+	}
+	grace := int64(30)
+	if pod.DeletionGracePeriodSeconds != nil {
+		grace = *pod.DeletionGracePeriodSeconds
+	} else if pod.Spec.TerminationGracePeriodSeconds != nil {
+		grace = *pod.Spec.TerminationGracePeriodSeconds
+	}
+	first := !r.deleting
+	if first {
+		r.deleting = true
+		r.pod.DeletionTimestamp = pod.DeletionTimestamp
+		r.pod.DeletionGracePeriodSeconds = pod.DeletionGracePeriodSeconds
+		r.graceEnds = time.Now().Add(time.Duration(grace) * time.Second)
+	}
+	gone := p.isGoneFromAPI(pod)
+	r.mu.Unlock()
+	if first {
+		p.log.Info("terminating pod", "pod", k, "gracePeriodSeconds", grace)
+		go p.terminate(r, time.Duration(grace)*time.Second)
+	}
+	if gone {
+		// Wait for the processes (bounded by the grace period) and forget the pod.
+		go func() {
+			<-r.terminated
+			p.teardown(r)
+			p.mu.Lock()
+			if p.pods[k] == r {
+				delete(p.pods, k)
+			}
+			p.mu.Unlock()
+		}()
+	}
+	return nil
+}
+
+// isGoneFromAPI: virtual-kubelet hands DeletePod the provider's own copy (from GetPod) when the
+// pod is no longer in its informer; the informer's copy otherwise.
+func (p *provider) isGoneFromAPI(pod *corev1.Pod) bool {
+	_, err := p.client.CoreV1().Pods(pod.Namespace).Get(context.Background(), pod.Name, metav1.GetOptions{})
+	if err == nil {
+		return false
+	}
+	var status interface{ Status() metav1.Status }
+	if errors.As(err, &status) && status.Status().Code == 404 {
+		return true
+	}
+	return false
+}
+
+func (p *provider) GetPod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
+	p.mu.Lock()
+	r, ok := p.pods[key(namespace, name)]
+	p.mu.Unlock()
+	if !ok {
+		return nil, errdefs.NotFoundf("pod %s/%s is not known to this node", namespace, name)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pod.DeepCopy(), nil
+}
+
+func (p *provider) GetPodStatus(ctx context.Context, namespace, name string) (*corev1.PodStatus, error) {
+	pod, err := p.GetPod(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return &pod.Status, nil
+}
+
+func (p *provider) GetPods(ctx context.Context) ([]*corev1.Pod, error) {
+	p.mu.Lock()
+	runs := make([]*podRun, 0, len(p.pods))
+	for _, r := range p.pods {
+		runs = append(runs, r)
+	}
+	p.mu.Unlock()
+	out := make([]*corev1.Pod, 0, len(runs))
+	for _, r := range runs {
+		r.mu.Lock()
+		out = append(out, r.pod.DeepCopy())
+		r.mu.Unlock()
+	}
+	return out, nil
+}
+
+// NotifyPods implements node.PodNotifier.
+func (p *provider) NotifyPods(ctx context.Context, cb func(*corev1.Pod)) {
+	p.mu.Lock()
+	p.notify = cb
+	p.mu.Unlock()
+}
+
+func (p *provider) notifyLocked(r *podRun) {
+	p.mu.Lock()
+	cb := p.notify
+	p.mu.Unlock()
+	pod := r.pod.DeepCopy()
+	go cb(pod) // the callback may block; never under our locks
+}
+
+// ---- the rest of nodeutil.Provider: no kubelet HTTP API (logs are files under --state-dir) ----
+
+var errNoKubeletAPI = errors.New("the process kubelet has no kubelet API; container logs are in its --state-dir")
+
+func (p *provider) GetContainerLogs(context.Context, string, string, string, api.ContainerLogOpts) (io.ReadCloser, error) {
+	return nil, errNoKubeletAPI
+}
+func (p *provider) RunInContainer(context.Context, string, string, string, []string, api.AttachIO) error {
+	return errNoKubeletAPI
+}
+func (p *provider) AttachToContainer(context.Context, string, string, string, api.AttachIO) error {
+	return errNoKubeletAPI
+}
+func (p *provider) GetStatsSummary(context.Context) (*statsv1alpha1.Summary, error) {
+	return nil, errNoKubeletAPI
+}
+func (p *provider) GetMetricsResource(context.Context) ([]*dto.MetricFamily, error) {
+	return nil, errNoKubeletAPI
+}
+func (p *provider) PortForward(context.Context, string, string, int32, io.ReadWriteCloser) error {
+	return errNoKubeletAPI
+}
+
+// ---- pod lifecycle ----
+
+// validatePod refuses what a process kubelet cannot run, with the reason in the pod's status.
+func validatePod(pod *corev1.Pod) error {
+	for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+		if len(c.Command) == 0 {
+			return fmt.Errorf("container %q has no command: a process kubelet has no images, so no image ENTRYPOINT to run the args with", c.Name)
+		}
+	}
+	for _, v := range pod.Spec.Volumes {
+		if !volumeSupported(v) {
+			return fmt.Errorf("volume %q: only emptyDir, configMap, secret, downwardAPI, projected and hostPath volumes are supported by the process kubelet", v.Name)
+		}
+	}
+	return nil
+}
+
+func (p *provider) startPod(r *podRun) {
+	k := key(r.pod.Namespace, r.pod.Name)
+	err := p.setupPod(r)
+	close(r.setupDone)
+	if err != nil {
+		p.log.Error("pod setup failed", "pod", k, "err", err)
+		p.failPod(r, "ProviderFailed", err.Error())
+		return
+	}
+	// Init containers: one after the other, each to a successful exit.
+	for _, ic := range r.pod.Spec.InitContainers {
+		code, err := p.runToCompletion(r, ic)
+		if err != nil || code != 0 {
+			msg := fmt.Sprintf("init container %q exited with %d", ic.Name, code)
+			if err != nil {
+				msg = fmt.Sprintf("init container %q: %v", ic.Name, err)
+			}
+			p.failPod(r, "InitContainerFailed", msg)
+			return
+		}
+	}
+	r.mu.Lock()
+	if r.deleting {
+		r.mu.Unlock()
+		p.finishIfAllExited(r)
+		return
+	}
+	for _, c := range r.containers {
+		if err := p.startContainerLocked(r, c); err != nil {
+			msg := err.Error()
+			r.mu.Unlock()
+			p.log.Error("container start failed", "pod", k, "container", c.spec.Name, "err", msg)
+			p.failPod(r, "ContainerStartFailed", msg)
+			return
+		}
+	}
+	p.setConditionsLocked(r)
+	p.setContainerStatusesLocked(r)
+	p.notifyLocked(r)
+	r.mu.Unlock()
+	p.log.Info("pod running", "pod", k, "podIP", r.ip.String(), "netns", r.netns)
+}
+
+func (p *provider) setupPod(r *podRun) error {
+	for _, d := range []string{r.dir, r.logDir, filepath.Join(r.dir, "volumes"), filepath.Join(r.dir, "work")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if r.netns != "" {
+		if err := setupPodNetwork(r.netns, r.hostIf, r.ip, p.cfg.nodeIP); err != nil {
+			return fmt.Errorf("pod network: %w", err)
+		}
+		if err := p.writeNetnsEtc(r); err != nil {
+			return err
+		}
+	}
+	if err := p.materializeVolumes(r); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.pod.Status.PodIP = r.ip.String()
+	r.pod.Status.PodIPs = []corev1.PodIP{{IP: r.ip.String()}}
+	p.setConditionsLocked(r)
+	p.notifyLocked(r)
+	r.mu.Unlock()
+	rec, _ := json.Marshal(map[string]string{
+		"namespace": r.pod.Namespace, "name": r.pod.Name, "uid": string(r.pod.UID),
+		"netns": r.netns, "podIP": r.ip.String(), "logDir": r.logDir,
+	})
+	tmp := r.record + ".tmp"
+	if err := os.WriteFile(tmp, rec, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, r.record)
+}
+
+// writeNetnsEtc writes /etc/netns/<netns>/{resolv.conf,hosts}, which `ip netns exec` bind-mounts
+// over /etc in the container's private mount namespace (ip-netns(8)).
+func (p *provider) writeNetnsEtc(r *podRun) error {
+	dir := filepath.Join("/etc/netns", r.netns)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	resolv := dnsConfig(r.pod, p.cfg.clusterDNS, p.cfg.clusterDomain)
+	if resolv != "" {
+		if err := os.WriteFile(filepath.Join(dir, "resolv.conf"), []byte(resolv), 0o644); err != nil {
+			return err
+		}
+	}
+	hostname := podHostname(r.pod)
+	fqdn := hostname
+	if r.pod.Spec.Subdomain != "" {
+		fqdn = fmt.Sprintf("%s.%s.%s.svc.%s\t%s", hostname, r.pod.Spec.Subdomain, r.pod.Namespace, p.cfg.clusterDomain, hostname)
+	}
+	hosts := fmt.Sprintf("# Kubernetes-managed hosts file (process kubelet).\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n%s\t%s\n", r.ip, fqdn)
+	for _, ha := range r.pod.Spec.HostAliases {
+		hosts += fmt.Sprintf("%s\t%s\n", ha.IP, strings.Join(ha.Hostnames, "\t"))
+	}
+	return os.WriteFile(filepath.Join(dir, "hosts"), []byte(hosts), 0o644)
+}
+
+func podHostname(pod *corev1.Pod) string {
+	h := pod.Name
+	if pod.Spec.Hostname != "" {
+		h = pod.Spec.Hostname
+	}
+	if len(h) > 63 {
+		h = strings.TrimRight(h[:63], "-.")
+	}
+	return h
+}
+
+// dnsConfig renders resolv.conf as the kubelet does for dnsPolicy ClusterFirst (the default),
+// None and Default (pkg/kubelet/network/dns/dns.go at v1.34.4): "" = keep the node's file.
+func dnsConfig(pod *corev1.Pod, clusterDNS, domain string) string {
+	var servers, searches, options []string
+	policy := pod.Spec.DNSPolicy
+	if policy == "" {
+		policy = corev1.DNSClusterFirst
+	}
+	if pod.Spec.HostNetwork && policy == corev1.DNSClusterFirst {
+		policy = corev1.DNSDefault
+	}
+	switch policy {
+	case corev1.DNSClusterFirst, corev1.DNSClusterFirstWithHostNet:
+		if clusterDNS == "" {
+			return ""
+		}
+		servers = []string{clusterDNS}
+		searches = []string{pod.Namespace + ".svc." + domain, "svc." + domain, domain}
+		options = []string{"ndots:5"}
+	case corev1.DNSDefault:
+		if pod.Spec.DNSConfig == nil {
+			return ""
+		}
+	case corev1.DNSNone:
+	}
+	if dc := pod.Spec.DNSConfig; dc != nil {
+		servers = append(servers, dc.Nameservers...)
+		searches = append(searches, dc.Searches...)
+		for _, o := range dc.Options {
+			if o.Value != nil {
+				options = append(options, o.Name+":"+*o.Value)
+			} else {
+				options = append(options, o.Name)
+			}
+		}
+	}
+	var b strings.Builder
+	b.WriteString("# Kubernetes-managed resolv.conf (process kubelet).\n")
+	for _, s := range servers {
+		fmt.Fprintf(&b, "nameserver %s\n", s)
+	}
+	if len(searches) > 0 {
+		fmt.Fprintf(&b, "search %s\n", strings.Join(searches, " "))
+	}
+	if len(options) > 0 {
+		fmt.Fprintf(&b, "options %s\n", strings.Join(options, " "))
+	}
+	return b.String()
+}
+
+// startContainerLocked starts one container's process (r.mu held).
+func (p *provider) startContainerLocked(r *podRun, c *containerRun) error {
+	proc, err := p.spawn(r, c.spec)
+	if err != nil {
+		return err
+	}
+	now := metav1.Now()
+	c.proc = proc
+	c.state = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}
+	c.started = true
+	// Readiness: no probes are run; a started container is ready (as a kubelet reports a
+	// container without a readinessProbe).
+	c.ready = true
+	go p.watchContainer(r, c, proc)
+	return nil
+}
+
+// spawn starts `ip netns exec <netns> process-kubelet run-container <spec>` (or without the netns
+// for hostNetwork pods); the helper sets up mounts and hostname and execs the container's command.
+func (p *provider) spawn(r *podRun, c corev1.Container) (*procHandle, error) {
+	spec, err := p.containerSpec(r, c)
+	if err != nil {
+		return nil, err
+	}
+	specFile := filepath.Join(r.dir, "container-"+c.Name+".json")
+	b, _ := json.Marshal(spec)
+	if err := os.WriteFile(specFile, b, 0o600); err != nil {
+		return nil, err
+	}
+	logFile, err := os.OpenFile(filepath.Join(r.logDir, c.Name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	var cmd *exec.Cmd
+	if r.netns != "" {
+		cmd = exec.Command("ip", "netns", "exec", r.netns, p.cfg.selfExe, "run-container", specFile)
+	} else {
+		cmd = exec.Command(p.cfg.selfExe, "run-container", specFile)
+	}
+	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	// Own process group (SIGTERM/SIGKILL reach the container's children too); killed if the
+	// kubelet dies.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	h := &procHandle{pid: cmd.Process.Pid, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		h.state = cmd.ProcessState
+		close(h.done)
+	}()
+	return h, nil
+}
+
+func exitCodeOf(ps *os.ProcessState) (int32, string) {
+	if ps == nil {
+		return 137, "Error"
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return int32(128 + int(ws.Signal())), "Error"
+	}
+	code := int32(ps.ExitCode())
+	if code == 0 {
+		return 0, "Completed"
+	}
+	return code, "Error"
+}
+
+func (p *provider) watchContainer(r *podRun, c *containerRun, proc *procHandle) {
+	<-proc.done
+	r.mu.Lock()
+	code, reason := exitCodeOf(proc.state)
+	startedAt := metav1.Now()
+	if c.state.Running != nil {
+		startedAt = c.state.Running.StartedAt
+	}
+	c.state = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+		ExitCode: code, Reason: reason, StartedAt: startedAt, FinishedAt: metav1.Now(),
+	}}
+	c.ready = false
+	c.proc = nil
+	restart := !r.deleting && shouldRestart(r.pod.Spec.RestartPolicy, code)
+	var delay time.Duration
+	if restart {
+		c.lastState = c.state
+		c.restartCount++
+		delay = backoff(c.restartCount)
+		c.state = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff",
+			Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", delay, c.spec.Name, r.pod.Name)}}
+	}
+	p.setConditionsLocked(r)
+	p.setContainerStatusesLocked(r)
+	p.notifyLocked(r)
+	r.mu.Unlock()
+	p.log.Info("container exited", "pod", key(r.pod.Namespace, r.pod.Name), "container", c.spec.Name, "exitCode", code, "restart", restart)
+	if restart {
+		select {
+		case <-time.After(delay):
+		case <-r.ctx.Done():
+		}
+		r.mu.Lock()
+		if !r.deleting {
+			if err := p.startContainerLocked(r, c); err != nil {
+				c.state = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "RunContainerError", Message: err.Error()}}
+			}
+			p.setConditionsLocked(r)
+			p.setContainerStatusesLocked(r)
+			p.notifyLocked(r)
+			r.mu.Unlock()
+			return
+		}
+		r.mu.Unlock()
+	}
+	p.finishIfAllExited(r)
+}
+
+func shouldRestart(policy corev1.RestartPolicy, code int32) bool {
+	switch policy {
+	case corev1.RestartPolicyNever:
+		return false
+	case corev1.RestartPolicyOnFailure:
+		return code != 0
+	default:
+		return true
+	}
+}
+
+// backoff as the kubelet's CrashLoopBackOff: 10 s doubling, at most 5 min.
+func backoff(restarts int32) time.Duration {
+	d := 10 * time.Second
+	for i := int32(1); i < restarts && d < 5*time.Minute; i++ {
+		d *= 2
+	}
+	if d > 5*time.Minute {
+		d = 5 * time.Minute
+	}
+	return d
+}
+
+// finishIfAllExited: once no container runs (and none will be restarted) the pod is terminal:
+// phase Succeeded if every container exited 0, else Failed (as the kubelet since v1.27 also for
+// deleted pods), Ready false; then its sandbox (network namespace) is removed.
+func (p *provider) finishIfAllExited(r *podRun) {
+	r.mu.Lock()
+	for _, c := range r.containers {
+		// A process still runs, or (not winding down) a container will still be started or restarted.
+		if c.proc != nil || (!r.deleting && c.state.Terminated == nil) {
+			r.mu.Unlock()
+			return
+		}
+	}
+	select {
+	case <-r.terminated:
+		r.mu.Unlock()
+		return
+	default:
+	}
+	allZero := true
+	for _, c := range r.containers {
+		if c.state.Terminated == nil {
+			// Never started (deleted while creating): terminated without a process.
+			c.state = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "ContainerStatusUnknown",
+				Message: "The container could not be located when the pod was deleted.", FinishedAt: metav1.Now()}}
+		}
+		if c.state.Terminated.ExitCode != 0 {
+			allZero = false
+		}
+	}
+	if allZero {
+		r.pod.Status.Phase = corev1.PodSucceeded
+	} else {
+		r.pod.Status.Phase = corev1.PodFailed
+	}
+	close(r.terminated)
+	r.cancel()
+	p.setConditionsLocked(r)
+	p.setContainerStatusesLocked(r)
+	p.notifyLocked(r)
+	r.mu.Unlock()
+	p.log.Info("pod terminal", "pod", key(r.pod.Namespace, r.pod.Name), "phase", r.pod.Status.Phase)
+	p.teardownNetwork(r)
+}
+
+// failPod: the pod cannot run (setup or start failed): Failed with the reason, nothing left running.
+func (p *provider) failPod(r *podRun, reason, message string) {
+	r.mu.Lock()
+	r.deleting = true // winding down: nothing is restarted
+	for _, c := range r.containers {
+		if c.proc != nil {
+			_ = syscall.Kill(-c.proc.pid, syscall.SIGKILL)
+		}
+	}
+	r.pod.Status.Reason = reason
+	r.pod.Status.Message = message
+	for _, c := range r.containers {
+		if c.state.Terminated == nil && c.proc == nil {
+			c.state = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 128, Reason: "StartError", Message: message, FinishedAt: metav1.Now()}}
+		}
+	}
+	r.mu.Unlock()
+	p.finishIfAllExited(r)
+}
+
+// terminate: SIGTERM to every container's process group, SIGKILL to what is left after the grace
+// period (pkg/kubelet/kuberuntime killContainer semantics, without preStop hooks).
+func (p *provider) terminate(r *podRun, grace time.Duration) {
+	r.mu.Lock()
+	var waits []chan struct{}
+	for _, c := range r.containers {
+		if c.proc != nil {
+			_ = syscall.Kill(-c.proc.pid, syscall.SIGTERM)
+			waits = append(waits, c.proc.done)
+		} else if c.state.Waiting != nil {
+			// Never started or backing off: nothing to stop.
+			c.state = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", FinishedAt: metav1.Now()}}
+			if c.lastState.Terminated != nil {
+				c.state.Terminated.ExitCode = c.lastState.Terminated.ExitCode
+				c.state.Terminated.Reason = c.lastState.Terminated.Reason
+			}
+		}
+	}
+	r.cancel()
+	r.mu.Unlock()
+	deadline := time.After(grace)
+	for _, w := range waits {
+		select {
+		case <-w:
+		case <-deadline:
+			r.mu.Lock()
+			for _, c := range r.containers {
+				if c.proc != nil {
+					_ = syscall.Kill(-c.proc.pid, syscall.SIGKILL)
+				}
+			}
+			r.mu.Unlock()
+			<-w
+		}
+	}
+	p.finishIfAllExited(r)
+}
+
+// runToCompletion runs an init container and waits for it.
+func (p *provider) runToCompletion(r *podRun, c corev1.Container) (int32, error) {
+	proc, err := p.spawn(r, c)
+	if err != nil {
+		return -1, err
+	}
+	select {
+	case <-proc.done:
+	case <-r.ctx.Done():
+		_ = syscall.Kill(-proc.pid, syscall.SIGKILL)
+		<-proc.done
+	}
+	code, _ := exitCodeOf(proc.state)
+	return code, nil
+}
+
+// setConditionsLocked derives the pod conditions from the container states, as the kubelet's
+// status manager does (pkg/kubelet/status/generate.go at v1.34.4).
+func (p *provider) setConditionsLocked(r *podRun) {
+	now := metav1.Now()
+	allReady := len(r.containers) > 0
+	for _, c := range r.containers {
+		if !c.ready {
+			allReady = false
+		}
+	}
+	sandbox := r.pod.Status.PodIP != "" && r.pod.Status.Phase != corev1.PodSucceeded && r.pod.Status.Phase != corev1.PodFailed
+	initialized := true
+	for _, c := range r.containers {
+		if !c.started && c.state.Terminated == nil {
+			initialized = len(r.pod.Spec.InitContainers) == 0 && sandbox
+		}
+	}
+	anyRunning := false
+	for _, c := range r.containers {
+		if c.state.Running != nil {
+			anyRunning = true
+		}
+	}
+	if r.pod.Status.Phase == corev1.PodPending && anyRunning {
+		r.pod.Status.Phase = corev1.PodRunning
+	}
+	cond := func(t corev1.PodConditionType, ok bool, reason string) corev1.PodCondition {
+		s := corev1.ConditionFalse
+		if ok {
+			s = corev1.ConditionTrue
+			reason = ""
+		}
+		return corev1.PodCondition{Type: t, Status: s, Reason: reason, LastTransitionTime: now}
+	}
+	notReadyReason := "ContainersNotReady"
+	if r.pod.Status.Phase == corev1.PodSucceeded || r.pod.Status.Phase == corev1.PodFailed {
+		notReadyReason = "PodCompleted"
+	}
+	next := []corev1.PodCondition{
+		cond(corev1.PodReadyToStartContainers, sandbox, ""),
+		cond(corev1.PodInitialized, initialized, "PodInitializing"),
+		cond(corev1.PodReady, allReady, notReadyReason),
+		cond(corev1.ContainersReady, allReady, notReadyReason),
+		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
+	}
+	// Keep the transition time of conditions whose status did not change.
+	for i := range next {
+		for _, old := range r.pod.Status.Conditions {
+			if old.Type == next[i].Type && old.Status == next[i].Status {
+				next[i].LastTransitionTime = old.LastTransitionTime
+			}
+		}
+	}
+	r.pod.Status.Conditions = next
+}
+
+func (p *provider) setContainerStatusesLocked(r *podRun) {
+	statuses := make([]corev1.ContainerStatus, 0, len(r.containers))
+	for _, c := range r.containers {
+		started := c.state.Running != nil
+		cs := corev1.ContainerStatus{
+			Name:                 c.spec.Name,
+			State:                c.state,
+			LastTerminationState: c.lastState,
+			Ready:                c.ready,
+			RestartCount:         c.restartCount,
+			Image:                c.spec.Image,
+			ImageID:              "",
+			Started:              &started,
+		}
+		if c.started {
+			cs.ContainerID = fmt.Sprintf("process://%s/%s", r.pod.UID, c.spec.Name)
+		}
+		statuses = append(statuses, cs)
+	}
+	r.pod.Status.ContainerStatuses = statuses
+}
+
+func qosClass(pod *corev1.Pod) corev1.PodQOSClass {
+	anyRequest, allGuaranteed := false, true
+	for _, c := range pod.Spec.Containers {
+		for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			req, hasReq := c.Resources.Requests[res]
+			lim, hasLim := c.Resources.Limits[res]
+			if hasReq || hasLim {
+				anyRequest = true
+			}
+			if !hasLim || (hasReq && req.Cmp(lim) != 0) {
+				allGuaranteed = false
+			}
+		}
+	}
+	switch {
+	case !anyRequest:
+		return corev1.PodQOSBestEffort
+	case allGuaranteed:
+		return corev1.PodQOSGuaranteed
+	default:
+		return corev1.PodQOSBurstable
+	}
+}
+
+// teardownNetwork removes the pod's network namespace, veth, route and /etc/netns dir, and
+// releases its IP (the kubelet's StopPodSandbox).
+func (p *provider) teardownNetwork(r *podRun) {
+	<-r.setupDone
+	r.mu.Lock()
+	if r.networkDown {
+		r.mu.Unlock()
+		return
+	}
+	r.networkDown = true
+	netns, hostIf, ip := r.netns, r.hostIf, r.ip
+	r.mu.Unlock()
+	if netns != "" {
+		if err := teardownPodNetwork(netns, hostIf, ip); err != nil {
+			p.log.Warn("pod network teardown", "netns", netns, "err", err)
+		}
+		_ = os.RemoveAll(filepath.Join("/etc/netns", netns))
+		p.ipam.release(ip)
+	}
+	_ = os.Remove(r.record)
+}
+
+// teardown removes everything of the pod but its logs.
+func (p *provider) teardown(r *podRun) {
+	p.teardownNetwork(r)
+	r.mu.Lock()
+	dirs := r.createdDirs
+	r.createdDirs = nil
+	r.mu.Unlock()
+	p.mounts.release(dirs)
+	_ = os.RemoveAll(filepath.Join(r.dir, "volumes"))
+	_ = os.RemoveAll(filepath.Join(r.dir, "work"))
+}
+
+// shutdown (the kubelet is stopping): every pod's processes are killed (SIGTERM, 2 s, SIGKILL) and
+// everything it made on the host is removed; the API is not told (the node goes away).
+func (p *provider) shutdown() {
+	p.mu.Lock()
+	p.closed = true
+	runs := make([]*podRun, 0, len(p.pods))
+	for _, r := range p.pods {
+		runs = append(runs, r)
+	}
+	p.notify = func(*corev1.Pod) {}
+	p.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, r := range runs {
+		wg.Add(1)
+		go func(r *podRun) {
+			defer wg.Done()
+			r.mu.Lock()
+			first := !r.deleting
+			r.deleting = true
+			r.mu.Unlock()
+			if first {
+				p.terminate(r, 2*time.Second)
+			}
+			select {
+			case <-r.terminated:
+			case <-time.After(5 * time.Second):
+			}
+			p.teardown(r)
+		}(r)
+	}
+	wg.Wait()
+}
