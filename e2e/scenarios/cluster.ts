@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ApiAccess } from '../adapter/kube-access.ts';
+import { type Cluster, startCluster } from '../cluster/cluster.ts';
 import type { ClusterEndpoints } from './plane.ts';
 
 export interface ScenarioCluster {
@@ -15,8 +16,8 @@ export interface ScenarioCluster {
   readonly kubelet: boolean;
   /** Restarts kube-apiserver (same etcd), when the cluster can. */
   readonly restartApiServer: (() => Promise<void>) | undefined;
-  /** Path of a pod's network namespace (to connect from it), when pods run. */
-  readonly podNetns: ((namespace: string, name: string) => Promise<string>) | undefined;
+  /** The harness's cluster (pods run, exec in a pod's netns), when the scenarios started it. */
+  readonly harness: Cluster | undefined;
   stop(): Promise<void>;
 }
 
@@ -40,11 +41,26 @@ export async function scenarioCluster(name: string): Promise<ScenarioCluster> {
               const { execSync } = await import('node:child_process');
               execSync(restartCmd, { stdio: 'inherit' });
             },
-      podNetns: undefined,
+      harness: undefined,
       stop: async () => {},
     };
   }
-  throw new Error(
-    'no API server: set E2E_APISERVER_URL, E2E_APISERVER_CA_FILE and E2E_ADMIN_TOKEN, or run with the harness cluster (e2e/cluster)',
-  );
+  const harness = await startCluster({ proxyMode: 'iptables' });
+  const hostUrl = new URL(harness.apiServerHostURL);
+  return {
+    endpoints: {
+      admin: { server: harness.apiServerHostURL, caPem: harness.caCertPem, token: harness.tokens.admin },
+      apiServer: { host: hostUrl.hostname, port: Number(hostUrl.port) },
+      logDir: join(harness.workDir, 'logs', name),
+      createNamespace: (ns) => harness.createNamespace(ns),
+      createTenant: (ns, n) => harness.createTenant(ns, n),
+    },
+    kubelet: true,
+    restartApiServer: undefined,
+    harness,
+    stop: async () => {
+      const report = await harness.stop();
+      if (!report.clean) throw new Error(`cluster left: ${report.leftovers.join(', ')}`);
+    },
+  };
 }

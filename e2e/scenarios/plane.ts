@@ -12,6 +12,7 @@ import { NS } from '../../test/reliability/support.ts';
 import { type RunningAdapter, startAdapter } from '../adapter/adapter.ts';
 import { type ApiAccess, applyObjects, createServiceAccountWithRole, ensureNamespace, serviceAccountToken } from '../adapter/kube-access.ts';
 import { type RecordingProxy, startRecordingProxy } from '../adapter/recording-proxy.ts';
+import { startTcpRelay, type TcpRelay } from '../adapter/tcp-relay.ts';
 import { adapterBinaries, KUSTOMIZATIONS, render, type Rendered, sendPing, type SourceMode } from '../adapter/render.ts';
 import { bundleFunction, type FunctionDeployment, functionDeployment, type RunningFunction, startFunction } from '../function/function.ts';
 import type { ServiceAccountFiles } from '../function/pod-process.ts';
@@ -23,6 +24,9 @@ export interface ClusterEndpoints {
   readonly apiServer: { readonly host: string; readonly port: number };
   /** Where logs of our processes go. */
   readonly logDir: string;
+  /** The harness's namespace creation (waits for the default ServiceAccount), when there is one. */
+  readonly createNamespace?: (name: string) => Promise<void>;
+  readonly createTenant?: (namespace: string, name: string) => Promise<unknown>;
 }
 
 export const TENANT = 'e2e-tenant';
@@ -32,6 +36,8 @@ export interface Plane {
   readonly rendered: Rendered;
   readonly deployment: FunctionDeployment;
   readonly proxy: RecordingProxy;
+  /** Between the adapter and the API server: partition() makes the adapter re-list once healed. */
+  readonly apiRelay: TcpRelay;
   readonly fn: () => RunningFunction;
   readonly adapter: () => RunningAdapter;
   /** The tenant: may create and delete pods in the namespace, nothing else. */
@@ -71,9 +77,12 @@ export async function startPlane(cluster: ClusterEndpoints, options: PlaneOption
   if (deployment.namespace !== NS || rendered.adapter.sourceNamespace !== NS) {
     throw new Error(`the kustomization installs into ${deployment.namespace}, the scenarios expect ${NS}`);
   }
-  await ensureNamespace(cluster.admin, NS);
+  if (cluster.createNamespace !== undefined) await cluster.createNamespace(NS);
+  else await ensureNamespace(cluster.admin, NS);
   await applyObjects(cluster.admin, rendered.objects);
-  await createServiceAccountWithRole(cluster.admin, NS, TENANT, [{ apiGroups: [''], resources: ['pods'], verbs: ['create', 'delete'] }]);
+  // The tenant: a ServiceAccount that may only create and delete pods (the harness's, when it runs).
+  if (cluster.createTenant !== undefined) await cluster.createTenant(NS, TENANT);
+  else await createServiceAccountWithRole(cluster.admin, NS, TENANT, [{ apiGroups: [''], resources: ['pods'], verbs: ['create', 'delete'] }]);
   const files = async (sa: string): Promise<ServiceAccountFiles> => ({
     token: await serviceAccountToken(cluster.admin, NS, sa),
     caPem: cluster.admin.caPem,
@@ -85,6 +94,7 @@ export async function startPlane(cluster: ClusterEndpoints, options: PlaneOption
     serviceAccountToken(cluster.admin, NS, TENANT),
   ]);
   mkdirSync(cluster.logDir, { recursive: true });
+  const apiRelay = await startTcpRelay(cluster.apiServer.host, cluster.apiServer.port);
   let fnRun = 0;
   let adapterRun = 0;
   const launchFunction = (): Promise<RunningFunction> =>
@@ -102,7 +112,7 @@ export async function startPlane(cluster: ClusterEndpoints, options: PlaneOption
       binary: bins.adapter,
       rendered,
       serviceAccount: adapterSa,
-      apiServer: cluster.apiServer,
+      apiServer: { host: '127.0.0.1', port: apiRelay.port },
       logFile: join(cluster.logDir, `adapter-${options.mode}-${adapterRun++}.log`),
     });
   const tenant: ApiAccess = { server: cluster.admin.server, caPem: cluster.admin.caPem, token: tenantToken };
@@ -114,6 +124,7 @@ export async function startPlane(cluster: ClusterEndpoints, options: PlaneOption
     rendered,
     deployment,
     proxy,
+    apiRelay,
     fn: () => fn,
     adapter: () => adapter,
     tenant,
@@ -131,6 +142,7 @@ export async function startPlane(cluster: ClusterEndpoints, options: PlaneOption
     stop: async () => {
       await Promise.all([adapter.process.stop(5_000), fn.process.stop(5_000)]);
       await proxy.close();
+      await apiRelay.close();
     },
   };
 }

@@ -9,8 +9,10 @@
 //	    Validate), its env resolved as the kubelet would (the downward-API NAMESPACE).
 //	render ping -dir knative/base -sink URL
 //	    sends one tick of every PingSource in DIR the way the mtping adapter does (pkg/adapter/mtping
-//	    runner.go makeEvent at the same tag: type, source, spec.data with spec.contentType, a random id,
-//	    through the CloudEvents SDK's HTTP client in binary mode) and prints the answers.
+//	    runner.go at the same tag: the event of makeEvent — type, source, spec.data with
+//	    spec.contentType, a random id — through eventing's own adapter client, adapter.NewClient, with
+//	    the PingSource's namespace as its env (Kn-Namespace header) and the same retries, 5 × 50 ms
+//	    exponential) and prints the answers.
 //
 // The sink is the one thing that is not derived: out of cluster the function's Knative Service has
 // no address, so the harness passes the URL it listens on; the output names the sink ref it replaces.
@@ -24,6 +26,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"time"
+
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
@@ -31,6 +35,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
+	adapter "knative.dev/eventing/pkg/adapter/v2"
 	"knative.dev/eventing/pkg/apis/feature"
 	sourcesv1 "knative.dev/eventing/pkg/apis/sources/v1"
 	"knative.dev/eventing/pkg/reconciler/apiserversource/resources"
@@ -179,12 +184,16 @@ func readConfigMap(path string) *corev1.ConfigMap {
 }
 
 func ping(objects []map[string]any, sink string) {
-	client, err := cloudevents.NewClientHTTP()
-	check(err)
 	for _, o := range ofKind(objects, "sources.knative.dev/v1", "PingSource") {
 		src := &sourcesv1.PingSource{}
 		convert(o, src)
 		src.SetDefaults(context.Background())
+		// newPingSourceClient: the source's namespace, the adapter's name, the resolved sink.
+		client, err := adapter.NewClient(adapter.ClientConfig{
+			Env:         &adapter.EnvConfig{Namespace: src.Namespace, Name: "mt-ping", Sink: sink},
+			CeOverrides: src.Spec.CloudEventOverrides,
+		})
+		check(err)
 		event := cloudevents.NewEvent()
 		event.SetType(sourcesv1.PingSourceEventType)
 		event.SetSource(sourcesv1.PingSourceSource(src.Namespace, src.Name))
@@ -197,7 +206,9 @@ func ping(objects []map[string]any, sink string) {
 			check(event.SetData(src.Spec.ContentType, []byte(src.Spec.Data)))
 		}
 		event.SetID(uuid.New().String())
-		result := client.Send(cloudevents.ContextWithTarget(context.Background(), sink), event)
+		ctx := cloudevents.ContextWithTarget(context.Background(), sink)
+		ctx = cloudevents.ContextWithRetriesExponentialBackoff(ctx, 50*time.Millisecond, 5)
+		result := client.Send(ctx, event)
 		b, _ := json.Marshal(map[string]any{"pingSource": src.Name, "id": event.ID(), "ack": cloudevents.IsACK(result), "result": fmt.Sprint(result)})
 		fmt.Println(string(b))
 		if !cloudevents.IsACK(result) {
