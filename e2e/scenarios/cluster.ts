@@ -51,7 +51,8 @@ export async function scenarioCluster(name: string): Promise<ScenarioCluster> {
     endpoints: {
       admin: { server: harness.apiServerHostURL, caPem: harness.caCertPem, token: harness.tokens.admin },
       apiServer: { host: hostUrl.hostname, port: Number(hostUrl.port) },
-      logDir: join(harness.workDir, 'logs', name),
+      // Outside the cluster's work dir, which stop() removes.
+      logDir,
       createNamespace: (ns) => harness.createNamespace(ns),
       createTenant: (ns, n) => harness.createTenant(ns, n),
     },
