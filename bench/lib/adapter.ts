@@ -48,6 +48,9 @@ export function adapterPodEvent(verb: 'add' | 'update' | 'delete', pod: PodBody)
       'kn-namespace': namespace,
       'content-type': 'application/json',
       'content-length': String(Buffer.byteLength(body)),
+      // Go's net/http client adds these two (e2e/README.md: the real adapter on the wire).
+      'user-agent': 'Go-http-client/1.1',
+      'accept-encoding': 'gzip',
     },
   };
 }

@@ -65,6 +65,10 @@ export function goTimestamp(date = new Date()): string {
 
 function adapterHeaders(id: string, type: string, source: string, subject: string | undefined, data: unknown): Record<string, string> {
   const headers: Record<string, string> = {
+    // Go's net/http client adds these two (e2e/README.md: the real adapter on the wire); fetch
+    // still adds accept, accept-language and sec-fetch-mode, which the function ignores.
+    'user-agent': 'Go-http-client/1.1',
+    'accept-encoding': 'gzip',
     'ce-id': id,
     'ce-source': source,
     'ce-specversion': '1.0',
