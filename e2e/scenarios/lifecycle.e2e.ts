@@ -114,6 +114,7 @@ describe.each([
 
   afterAll(async () => {
     figures['events'] = plane?.proxy.requests.map((r) => `${r.headers['ce-type']} ${r.headers['ce-subject'] ?? ''} → ${String(r.status)}`);
+    figures['sampleExecutorEventBody'] = plane?.proxy.requests.find((r) => (r.headers['ce-subject'] ?? '').includes('-exec-'))?.body.slice(0, 300);
     figures['collectedLogLines'] = plane?.fn().process.lines.filter((l) => l.includes('"collected"')).length;
     await plane?.stop();
     for (const a of [app, app2]) rmSync(finishFile(a), { force: true });
