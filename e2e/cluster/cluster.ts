@@ -3,9 +3,8 @@
  * namespace of its own, for the e2e scenarios (see e2e/README.md for the API and what is real).
  *
  * Layout of a run `sxs-e2e-<pid>`:
- *   node netns `sxs-e2e-<pid>-node`: lo, dummy `node0` with the node IP 10.0.0.1/32, ip_forward=1,
- *     route 10.96.0.0/16 (Service CIDR) on node0 so locally originated connects reach kube-proxy's
- *     DNAT; etcd, kube-apiserver (10.0.0.1:6443), kube-controller-manager, kube-scheduler, the
+ *   node netns `sxs-e2e-<pid>-node`: lo with the node IP 10.0.0.1/32 and a route for the Service
+ *     CIDR 10.96.0.0/16 (so locally originated connects reach kube-proxy's DNAT), ip_forward=1; etcd, kube-apiserver (10.0.0.1:6443), kube-controller-manager, kube-scheduler, the
  *     process kubelet, kube-proxy and CoreDNS (10.0.0.1:53) all run in it.
  *   pod netns `sxs-e2e-<pid>-<uid>` (made by the process kubelet): eth0 10.244.0.N/32, default
  *     route via the node IP; the node side has a veth and a /32 route per pod.
@@ -14,7 +13,7 @@
  * Teardown (stop(), a failure during start, SIGINT/SIGTERM, process exit) is synchronous and
  * leaves no process, namespace, mount or rule; `verifyClean()` checks it.
  */
-import { spawn, type SpawnOptions } from 'node:child_process';
+import { spawn, spawnSync, type SpawnOptions } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
@@ -61,6 +60,8 @@ export const CONTROLLERS = [
   'job-controller',
   'ttl-after-finished-controller',
   'disruption-controller',
+  'service-cidr-controller',
+  'clusterrole-aggregation-controller',
 ] as const;
 
 export type ProxyMode = 'iptables' | 'nftables' | 'none';
@@ -166,19 +167,31 @@ interface RunState {
   log: (line: string) => void;
 }
 
-const ManifestSchema = z.object({ nsforward: z.string(), etcd: z.string(), kube: z.string(), kubelet: z.string(), coredns: z.string() });
+const ManifestSchema = z.object({
+  nsforward: z.string(),
+  etcd: z.string(),
+  kube: z.string(),
+  kubelet: z.string().optional(),
+  coredns: z.string().optional(),
+});
 type Binaries = z.infer<typeof ManifestSchema>;
 
 /** Binaries from the build cache (building missing ones unless build=false). */
-export function resolveBinaries(build: boolean, log: (l: string) => void): Binaries {
+export function resolveBinaries(build: boolean, log: (l: string) => void, components: readonly string[] = ['nsforward', 'etcd', 'kube', 'kubelet', 'coredns']): Binaries {
   const script = join(E2E_DIR, 'build.sh');
-  const args = build ? [] : ['--paths'];
+  const args = [...(build ? [] : ['--paths']), ...components];
   if (build) log('e2e/build.sh: checking the build cache (a cold build of Kubernetes takes tens of minutes on 2 cores)');
-  const r = run(script, args, 3 * 60 * 60 * 1000);
-  const last = r.stdout.trim().split('\n').at(-1) ?? '';
-  if (!r.ok) throw new StartError(`e2e/build.sh ${args.join(' ')} failed:\n${r.stderr.trim().split('\n').slice(-20).join('\n')}`);
+  // Progress (stderr) goes to the console: a cold build runs for tens of minutes.
+  const r = spawnSync(script, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 3 * 60 * 60 * 1000 });
+  const last = (r.stdout ?? '').trim().split('\n').at(-1) ?? '';
+  if (r.status !== 0) throw new StartError(`e2e/build.sh ${args.join(' ')} failed (exit ${r.status ?? r.signal}); its messages are above${build ? '' : ' (run `npm run e2e:build`)'}`);
   return ManifestSchema.parse(JSON.parse(last));
 }
+
+const required = (path: string | undefined, what: string): string => {
+  if (path === undefined) throw new StartError(`no ${what} binary`);
+  return path;
+};
 
 const RUN_PREFIX = 'sxs-e2e-';
 
@@ -220,11 +233,12 @@ function createNodeNetns(name: string): void {
   const ip = (args: string[]): string => runOrThrow('ip', args);
   ip(['netns', 'add', name]);
   const inNs = (args: string[]): string => ip(['-n', name, ...args]);
+  // The node IP lives on lo: this machine's kernel has no dummy interfaces (CONFIG_DUMMY unset),
+  // and an address on lo is as local as one on a dummy. The Service CIDR gets a route too, so a
+  // connect from the node namespace passes routing and reaches kube-proxy's OUTPUT DNAT.
   inNs(['link', 'set', 'lo', 'up']);
-  inNs(['link', 'add', 'node0', 'type', 'dummy']);
-  inNs(['addr', 'add', `${NODE_IP}/32`, 'dev', 'node0']);
-  inNs(['link', 'set', 'node0', 'up']);
-  inNs(['route', 'add', SERVICE_CIDR, 'dev', 'node0']);
+  inNs(['addr', 'add', `${NODE_IP}/32`, 'dev', 'lo']);
+  inNs(['route', 'add', SERVICE_CIDR, 'dev', 'lo']);
   runOrThrow('ip', ['netns', 'exec', name, 'sysctl', '-q', '-w', 'net.ipv4.ip_forward=1']);
 }
 
@@ -383,7 +397,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
   const pre = checkPrerequisites({ proxyMode });
   if (!pre.ok) throw new StartError(`cannot run the e2e cluster on this machine; missing:\n  - ${pre.missing.join('\n  - ')}`);
   sweepStaleRuns(log);
-  const bins = resolveBinaries(options.build ?? true, log);
+  const bins = resolveBinaries(options.build ?? true, log, ['nsforward', 'etcd', 'kube', ...(withKubelet ? ['kubelet'] : []), ...(withDns ? ['coredns'] : [])]);
   const timings: Record<string, number> = { binaries: Date.now() - t0 };
   const tStart = Date.now();
 
@@ -499,6 +513,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
         'kube-controller-manager',
         `--kubeconfig=${kubeconfigFor('controllerManager')}`,
         `--authentication-kubeconfig=${kubeconfigFor('controllerManager')}`, `--authorization-kubeconfig=${kubeconfigFor('controllerManager')}`,
+        // No front proxy: do not look up the request-header CA (kube-system/extension-apiserver-authentication).
+        '--authentication-skip-lookup=true',
         '--bind-address=127.0.0.1', `--secure-port=${PORTS.kcm}`, `--cert-dir=${join(workDir, 'pki', 'kcm-certs')}`,
         '--leader-elect=false', '--use-service-account-credentials=true',
         `--root-ca-file=${pki.caCert}`, `--service-account-private-key-file=${pki.serviceAccountPrivateKey}`,
@@ -512,7 +528,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     if (withKubelet) {
       kubelet = start({
         name: 'process-kubelet',
-        command: bins.kubelet,
+        command: required(bins.kubelet, 'process-kubelet'),
         stopGraceMs: 40_000,
         args: [
           `--kubeconfig=${kubeconfigFor('kubelet')}`,
@@ -535,7 +551,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
         command: bins.kube,
         args: [
           'kube-scheduler', `--config=${cfg('scheduler.json')}`,
-          `--authentication-kubeconfig=${kubeconfigFor('scheduler')}`, `--authorization-kubeconfig=${kubeconfigFor('scheduler')}`,
+          `--authentication-kubeconfig=${kubeconfigFor('scheduler')}`, `--authorization-kubeconfig=${kubeconfigFor('scheduler')}`, '--authentication-skip-lookup=true',
           '--bind-address=127.0.0.1', `--secure-port=${PORTS.scheduler}`, `--cert-dir=${join(workDir, 'pki', 'scheduler-certs')}`,
         ],
       });
@@ -559,7 +575,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
         '}',
         '',
       ].join('\n'));
-      coredns = start({ name: 'coredns', command: bins.coredns, args: ['-conf', cfg('Corefile')] });
+      coredns = start({ name: 'coredns', command: required(bins.coredns, 'coredns'), args: ['-conf', cfg('Corefile')] });
     }
 
     await waitFor('kube-controller-manager /healthz', componentTimeoutMs, async () => {

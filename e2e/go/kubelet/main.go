@@ -135,6 +135,9 @@ func run() error {
 // describeNode fills the Node the way a kubelet registers itself: addresses, capacity (generous:
 // pods are host processes without cgroup limits), node info, pod CIDR, no taints.
 func describeNode(n *corev1.Node, cfg config) {
+	// NodeRestriction admission refuses labels a kubelet may not set on its own Node, among
+	// them virtual-kubelet's default kubernetes.io/role (plugin/pkg/admission/noderestriction).
+	delete(n.Labels, "kubernetes.io/role")
 	n.Labels["kubernetes.io/os"] = "linux"
 	n.Labels["kubernetes.io/arch"] = runtime.GOARCH
 	n.Labels["node.kubernetes.io/instance-type"] = "process-kubelet"
