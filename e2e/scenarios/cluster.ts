@@ -21,7 +21,7 @@ export interface ScenarioCluster {
   stop(): Promise<void>;
 }
 
-export async function scenarioCluster(name: string): Promise<ScenarioCluster> {
+export async function scenarioCluster(name: string, needs: { kubelet: boolean }): Promise<ScenarioCluster> {
   const logDir = join(process.env['E2E_LOG_DIR'] ?? join(tmpdir(), `spark-exec-svc-e2e-${process.pid}`), name);
   const url = process.env['E2E_APISERVER_URL'];
   if (url !== undefined && url !== '') {
@@ -45,7 +45,8 @@ export async function scenarioCluster(name: string): Promise<ScenarioCluster> {
       stop: async () => {},
     };
   }
-  const harness = await startCluster({ proxyMode: 'iptables' });
+  // Without a kubelet the scenarios write pods' Running status themselves (status subresource).
+  const harness = await startCluster(needs.kubelet ? { proxyMode: 'iptables' } : { kubelet: false, dns: false, proxyMode: 'none' });
   const hostUrl = new URL(harness.apiServerHostURL);
   return {
     endpoints: {
@@ -56,7 +57,7 @@ export async function scenarioCluster(name: string): Promise<ScenarioCluster> {
       createNamespace: (ns) => harness.createNamespace(ns),
       createTenant: (ns, n) => harness.createTenant(ns, n),
     },
-    kubelet: true,
+    kubelet: needs.kubelet,
     restartApiServer: undefined,
     harness,
     stop: async () => {

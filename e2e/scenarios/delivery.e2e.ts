@@ -64,7 +64,7 @@ async function expectInvariant(step: string): Promise<void> {
 }
 
 beforeAll(async () => {
-  cluster = await scenarioCluster('delivery');
+  cluster = await scenarioCluster('delivery', { kubelet: false });
   plane = await startPlane(cluster.endpoints, {
     mode: 'resource',
     functionPort: 18_000 + (process.pid % 1000),

@@ -85,7 +85,7 @@ async function probeFromPod(clientPod: string, ip: string, port: number, until: 
 }
 
 beforeAll(async () => {
-  cluster = await scenarioCluster('lifecycle');
+  cluster = await scenarioCluster('lifecycle', { kubelet: true });
 }, 30 * 60_000);
 
 afterAll(async () => {

@@ -44,7 +44,7 @@ async function expectInvariant(step: string): Promise<void> {
 }
 
 beforeAll(async () => {
-  cluster = await scenarioCluster('security');
+  cluster = await scenarioCluster('security', { kubelet: false });
   plane = await startPlane(cluster.endpoints, { mode: 'resource', functionPort: 20_000 + (process.pid % 1000) });
   driver = await running(driverPodBody(NS, APP, `${APP}-driver`, `/tmp/spark-exec-svc-e2e-${process.pid}-${APP}.finished`));
   exec = await running(executorPodBody(NS, APP, driver, 1, `${APP}-exec-1`));
