@@ -6,7 +6,7 @@
 # A directory that exists is complete (it is renamed into place after a successful build), so a
 # second run builds nothing.
 #
-# Usage: e2e/build.sh [--paths] [component ...]   components: nsforward etcd kube kubelet coredns (default: all)
+# Usage: e2e/build.sh [--paths] [component ...]   components: nsforward etcd kube kubelet coredns adapter render (default: all)
 #   --paths   build nothing; print the manifest and exit 1 if a binary is missing
 #   --regen-kube-gomod   rewrite e2e/go/kube/go.mod's replace block from the tag's go.mod, then tidy
 # The last line on stdout is a JSON manifest {"kube": "/…/kube", …}; progress goes to stderr.
@@ -15,7 +15,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 GO_DIR="$HERE/go"
 CACHE=${SPARK_EXEC_SVC_E2E_CACHE:-/var/cache/spark-exec-svc-e2e}
-ALL=(nsforward etcd kube kubelet coredns)
+ALL=(nsforward etcd kube kubelet coredns adapter render)
 
 log() { printf '[e2e-build] %s\n' "$*" >&2; }
 die() { printf '[e2e-build] error: %s\n' "$*" >&2; exit 1; }
@@ -32,10 +32,12 @@ upstream_module() {
     coredns) echo github.com/coredns/coredns ;;
     kubelet) echo github.com/virtual-kubelet/virtual-kubelet ;;
     nsforward) echo golang.org/x/sys ;; # ours; keyed by the one module it needs
+    adapter) echo knative.dev/eventing ;; # the ApiServerSource receive adapter (a `tool` of e2e/go/adapter)
+    render) echo knative.dev/eventing ;; # ours: kustomize + the eventing reconciler's receive-adapter env (e2e/go/render)
     *) die "unknown component $1 (known: ${ALL[*]})" ;;
   esac
 }
-binary_name() { case "$1" in kubelet) echo process-kubelet ;; *) echo "$1" ;; esac; }
+binary_name() { case "$1" in kubelet) echo process-kubelet ;; adapter) echo apiserver_receive_adapter ;; *) echo "$1" ;; esac; }
 
 module_version() { # component -> version required by our go.mod
   local mod; mod=$(upstream_module "$1")
@@ -106,6 +108,18 @@ build_component() { # component destdir
       ;;
     coredns)
       (cd "$GO_DIR/coredns" && CGO_ENABLED=0 go build "${flags[@]}" -ldflags "-s -w" -o "$tmp/coredns" github.com/coredns/coredns)
+      ;;
+    adapter)
+      # As Knative's release builds it (ko: static, CGO off); e2e/go/adapter requires only eventing,
+      # so every dependency is at the version eventing's own go.mod selects.
+      (cd "$GO_DIR/adapter" && CGO_ENABLED=0 go build "${flags[@]}" -ldflags "-s -w" -o "$tmp/$bin" knative.dev/eventing/cmd/apiserver_receive_adapter)
+      ;;
+    render)
+      (cd "$GO_DIR/render" && CGO_ENABLED=0 go build "${flags[@]}" -ldflags "-s -w" -o "$tmp/$bin" .)
+      # The ConfigMaps Knative Eventing installs (config-logging, config-observability) feed the
+      # reconciler's K_LOGGING_CONFIG / K_OBSERVABILITY_CONFIG; taken from the same module version.
+      local cfg; cfg=$(cd "$GO_DIR/render" && go list -m -f '{{.Dir}}' knative.dev/eventing)/config/core/configmaps
+      cp "$cfg/logging.yaml" "$cfg/observability.yaml" "$tmp/"
       ;;
     kubelet | nsforward)
       (cd "$GO_DIR/$comp" && CGO_ENABLED=0 go build "${flags[@]}" -ldflags "-s -w" -o "$tmp/$bin" .)

@@ -110,6 +110,10 @@ export interface EventSpec {
  */
 export function adapterEvent(spec: EventSpec): AdapterEvent {
   const headers: Record<string, string> = {
+    // Go's net/http client adds these two (e2e/README.md: the real adapter on the wire); fetch
+    // still adds accept, accept-language and sec-fetch-mode, which the function ignores.
+    'user-agent': 'Go-http-client/1.1',
+    'accept-encoding': 'gzip',
     'ce-id': spec.id ?? randomUUID(),
     'ce-source': spec.source ?? 'https://10.96.0.1:443',
     'ce-specversion': '1.0',

@@ -1,0 +1,148 @@
+/**
+ * Our half of the e2e plane, on a running API server: the objects of our knative/ kustomization
+ * that a bare API server serves (ServiceAccounts, Roles, RoleBindings) applied with the admin's
+ * token; the function as it ships (its bundle, the Knative Service's env, the token of the
+ * ServiceAccount the Service names); the real receive adapter with the env its reconciler would
+ * generate and the token of the ServiceAccount the ApiServerSource names; a recording proxy between
+ * the two; and a tenant whose ServiceAccount may only create and delete pods.
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { NS } from '../../test/reliability/support.ts';
+import { type RunningAdapter, startAdapter } from '../adapter/adapter.ts';
+import { type ApiAccess, applyObjects, createServiceAccountWithRole, ensureNamespace, serviceAccountToken } from '../adapter/kube-access.ts';
+import { type RecordingProxy, startRecordingProxy } from '../adapter/recording-proxy.ts';
+import { startTcpRelay, type TcpRelay } from '../adapter/tcp-relay.ts';
+import { adapterBinaries, KUSTOMIZATIONS, render, type Rendered, sendPing, type SourceMode } from '../adapter/render.ts';
+import { bundleFunction, type FunctionDeployment, functionDeployment, type RunningFunction, startFunction } from '../function/function.ts';
+import type { ServiceAccountFiles } from '../function/pod-process.ts';
+
+export interface ClusterEndpoints {
+  /** The admin, as the harness reaches the API server. */
+  readonly admin: ApiAccess;
+  /** The API server as the function and the adapter reach it (their KUBERNETES_SERVICE_HOST/PORT). */
+  readonly apiServer: { readonly host: string; readonly port: number };
+  /** Where logs of our processes go. */
+  readonly logDir: string;
+  /** The harness's namespace creation (waits for the default ServiceAccount), when there is one. */
+  readonly createNamespace?: (name: string) => Promise<void>;
+  readonly createTenant?: (namespace: string, name: string) => Promise<unknown>;
+}
+
+export const TENANT = 'e2e-tenant';
+
+export interface Plane {
+  readonly mode: SourceMode;
+  readonly rendered: Rendered;
+  readonly deployment: FunctionDeployment;
+  readonly proxy: RecordingProxy;
+  /** Between the adapter and the API server: partition() makes the adapter re-list once healed. */
+  readonly apiRelay: TcpRelay;
+  readonly fn: () => RunningFunction;
+  readonly adapter: () => RunningAdapter;
+  /** The tenant: may create and delete pods in the namespace, nothing else. */
+  readonly tenant: ApiAccess;
+  /** Starts the function again (after killFunction), same env, same port. */
+  restartFunction(): Promise<void>;
+  /** SIGKILL: what a crashed or evicted function pod does. */
+  killFunction(): Promise<void>;
+  /** SIGTERM and start again: a rollout of the adapter's Deployment. */
+  restartAdapter(): Promise<void>;
+  /** One PingSource tick through the proxy, as the mtping adapter sends it. */
+  sweep(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface PlaneOptions {
+  readonly mode: SourceMode;
+  /** Changes to the function's manifest env (reported). */
+  readonly functionOverrides?: Readonly<Record<string, string>>;
+  readonly functionPort: number;
+  /** Runs after the function is up and before the adapter starts (objects that exist before it). */
+  readonly beforeAdapter?: (tenant: ApiAccess) => Promise<void>;
+}
+
+let bundleDirOnce: Promise<string> | undefined;
+let binariesOnce: Promise<{ adapter: string; render: string }> | undefined;
+
+export async function startPlane(cluster: ClusterEndpoints, options: PlaneOptions): Promise<Plane> {
+  binariesOnce ??= adapterBinaries();
+  bundleDirOnce ??= bundleFunction();
+  const [bins, bundleDir] = await Promise.all([binariesOnce, bundleDirOnce]);
+  const kustomization = KUSTOMIZATIONS[options.mode];
+  const fnUrl = `http://127.0.0.1:${options.functionPort}/`;
+  const proxy = await startRecordingProxy(fnUrl);
+  const rendered = await render(bins.render, kustomization, proxy.url);
+  const deployment = functionDeployment(rendered);
+  if (deployment.namespace !== NS || rendered.adapter.sourceNamespace !== NS) {
+    throw new Error(`the kustomization installs into ${deployment.namespace}, the scenarios expect ${NS}`);
+  }
+  if (cluster.createNamespace !== undefined) await cluster.createNamespace(NS);
+  else await ensureNamespace(cluster.admin, NS);
+  await applyObjects(cluster.admin, rendered.objects);
+  // The tenant: a ServiceAccount that may only create and delete pods (the harness's, when it runs).
+  if (cluster.createTenant !== undefined) await cluster.createTenant(NS, TENANT);
+  else await createServiceAccountWithRole(cluster.admin, NS, TENANT, [{ apiGroups: [''], resources: ['pods'], verbs: ['create', 'delete'] }]);
+  const files = async (sa: string): Promise<ServiceAccountFiles> => ({
+    token: await serviceAccountToken(cluster.admin, NS, sa),
+    caPem: cluster.admin.caPem,
+    namespace: NS,
+  });
+  const [fnSa, adapterSa, tenantToken] = await Promise.all([
+    files(deployment.serviceAccountName),
+    files(rendered.adapter.serviceAccountName),
+    serviceAccountToken(cluster.admin, NS, TENANT),
+  ]);
+  mkdirSync(cluster.logDir, { recursive: true });
+  const apiRelay = await startTcpRelay(cluster.apiServer.host, cluster.apiServer.port);
+  let fnRun = 0;
+  let adapterRun = 0;
+  const launchFunction = (): Promise<RunningFunction> =>
+    startFunction({
+      bundleDir,
+      deployment,
+      serviceAccount: fnSa,
+      apiServer: cluster.apiServer,
+      port: options.functionPort,
+      overrides: options.functionOverrides ?? {},
+      logFile: join(cluster.logDir, `function-${options.mode}-${fnRun++}.log`),
+    });
+  const launchAdapter = (): Promise<RunningAdapter> =>
+    startAdapter({
+      binary: bins.adapter,
+      rendered,
+      serviceAccount: adapterSa,
+      apiServer: { host: '127.0.0.1', port: apiRelay.port },
+      logFile: join(cluster.logDir, `adapter-${options.mode}-${adapterRun++}.log`),
+    });
+  const tenant: ApiAccess = { server: cluster.admin.server, caPem: cluster.admin.caPem, token: tenantToken };
+  let fn = await launchFunction();
+  await options.beforeAdapter?.(tenant);
+  let adapter = await launchAdapter();
+  return {
+    mode: options.mode,
+    rendered,
+    deployment,
+    proxy,
+    apiRelay,
+    fn: () => fn,
+    adapter: () => adapter,
+    tenant,
+    restartFunction: async () => {
+      fn = await launchFunction();
+    },
+    killFunction: async () => {
+      await fn.process.kill();
+    },
+    restartAdapter: async () => {
+      await adapter.process.stop(10_000);
+      adapter = await launchAdapter();
+    },
+    sweep: () => sendPing(bins.render, kustomization, proxy.url),
+    stop: async () => {
+      await Promise.all([adapter.process.stop(5_000), fn.process.stop(5_000)]);
+      await proxy.close();
+      await apiRelay.close();
+    },
+  };
+}
