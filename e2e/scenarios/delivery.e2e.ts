@@ -8,7 +8,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { NS } from '../../test/reliability/support.ts';
+import { NS } from '../../test/support/audited.ts';
 import { rawGet } from '../adapter/kube-access.ts';
 import type { RecordedRequest } from '../adapter/recording-proxy.ts';
 import { type ScenarioCluster, scenarioCluster } from './cluster.ts';

@@ -1,50 +1,33 @@
 /**
  * The invariant, checked on what the REAL API server says: one read of the namespace's pods and
- * Services with the admin's token, handed to the spec-written check of test/security/invariant.ts
- * (one rule in one place) through the two reads it makes.
+ * Services with the admin's token, handed as they are to the spec-written oracle of
+ * testkit/oracle.ts (one rule in one place).
  */
-import type { KubeEmulator } from '../../test/kube-emulator/index.ts';
-import { invariantProblems } from '../../test/security/invariant.ts';
-import { NS } from '../../test/reliability/support.ts';
+import { z } from 'zod';
+import { type ClusterView, invariantProblems, type Obj } from '../../testkit/oracle.ts';
+import { NS } from '../../test/support/audited.ts';
 import { type ApiAccess, rawGet } from '../adapter/kube-access.ts';
 
-export interface Snapshot {
-  readonly pods: Record<string, unknown>[];
-  readonly services: Record<string, unknown>[];
-}
+/** A list as the API server answers it; the oracle reads the rest of each object as it is. */
+const ObjectList = z.object({ items: z.array(z.looseObject({ metadata: z.looseObject({ name: z.string() }) })) });
 
 /** Pods and Services of the namespace, as plain JSON (the API's field names). */
-export async function snapshot(admin: ApiAccess, namespace: string): Promise<Snapshot> {
-  const items = async (resource: string): Promise<Record<string, unknown>[]> =>
-    ((await rawGet(admin, `/api/v1/namespaces/${namespace}/${resource}`)) as { items: Record<string, unknown>[] }).items;
+export async function snapshot(admin: ApiAccess, namespace: string): Promise<ClusterView> {
+  const items = async (resource: 'pods' | 'services'): Promise<Obj[]> => {
+    const path = `/api/v1/namespaces/${namespace}/${resource}`;
+    const parsed = ObjectList.safeParse(await rawGet(admin, path));
+    // A list the oracle cannot read is a failed check, never an empty (and so "holding") namespace.
+    if (!parsed.success) throw new Error(`GET ${path}: not a list of objects: ${parsed.error.message}`);
+    return parsed.data.items as unknown as Obj[];
+  };
   const [pods, services] = await Promise.all([items('pods'), items('services')]);
   return { pods, services };
 }
 
-function matches(labels: Record<string, string> | undefined, selector: string | undefined): boolean {
-  if (selector === undefined || selector === '') return true;
-  return selector.split(',').every((term) => {
-    const [key, value] = term.split('=');
-    return key !== undefined && labels?.[key] === value;
-  });
-}
-
-/** Violations of the invariant in the real API server's namespace `spark` (the kustomization's namespace). */
+/**
+ * Violations of the invariant in the real API server's namespace `spark` (the kustomization's
+ * namespace). `genuine`: the executors known to be the real ones when a tenant's pod claims the same slot.
+ */
 export async function realInvariantProblems(admin: ApiAccess, defaultPort: number | undefined, genuine: ReadonlySet<string>): Promise<string[]> {
-  const snap = await snapshot(admin, NS);
-  const byKind = { pods: snap.pods, services: snap.services } as Record<string, Record<string, unknown>[]>;
-  const labelsOf = (o: Record<string, unknown>): Record<string, string> | undefined =>
-    (o['metadata'] as { labels?: Record<string, string> } | undefined)?.labels;
-  const nameOf = (o: Record<string, unknown>): string | undefined => (o['metadata'] as { name?: string } | undefined)?.name;
-  const view = {
-    listObjects: (resource: string, namespace?: string, labelSelector?: string) => {
-      if (namespace !== NS) throw new Error(`invariant read outside ${NS}`);
-      return (byKind[resource] ?? []).filter((o) => matches(labelsOf(o), labelSelector));
-    },
-    getObject: (resource: string, namespace: string, name: string) => {
-      if (namespace !== NS) throw new Error(`invariant read outside ${NS}`);
-      return (byKind[resource] ?? []).find((o) => nameOf(o) === name);
-    },
-  } as unknown as KubeEmulator;
-  return invariantProblems(view, defaultPort, genuine);
+  return invariantProblems(await snapshot(admin, NS), { defaultPort, genuine });
 }

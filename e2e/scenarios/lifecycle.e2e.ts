@@ -9,7 +9,7 @@ import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { NS } from '../../test/reliability/support.ts';
+import { NS } from '../../test/support/audited.ts';
 import { rawGet } from '../adapter/kube-access.ts';
 import { type ScenarioCluster, scenarioCluster } from './cluster.ts';
 import { realInvariantProblems } from './invariant-real.ts';

@@ -8,7 +8,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { NS } from '../../test/reliability/support.ts';
+import { NS } from '../../test/support/audited.ts';
 import { type RunningAdapter, startAdapter } from '../adapter/adapter.ts';
 import { type ApiAccess, applyObjects, createServiceAccountWithRole, ensureNamespace, serviceAccountToken } from '../adapter/kube-access.ts';
 import { type RecordingProxy, startRecordingProxy } from '../adapter/recording-proxy.ts';

@@ -5,8 +5,8 @@
  * adapter running beside; the invariant is read from the real API server after every step.
  */
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { NS } from '../../test/reliability/support.ts';
-import { podEventType, podSubject, postCloudEvent } from '../../test/support/cloudevents.ts';
+import { NS } from '../../test/support/audited.ts';
+import { podEventType, podSubject, postCloudEvent } from '../../testkit/apiserversource.ts';
 import { rawGet, rawRequest } from '../adapter/kube-access.ts';
 import { type ScenarioCluster, scenarioCluster } from './cluster.ts';
 import { realInvariantProblems } from './invariant-real.ts';

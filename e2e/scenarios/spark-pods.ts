@@ -1,15 +1,15 @@
 /**
- * Spark-shaped pods for the real API server, created with the tenant's token: the labels and the
- * driver ownerReference Spark sets (resource-managers/kubernetes Constants.scala,
- * BasicExecutorFeatureStep: controller=true, no blockOwnerDeletion), the block-manager port as
- * Spark passes it (SPARK_JAVA_OPT_<n> = -Dspark.blockManager.port=N), and instead of Spark a
- * process the process kubelet can run: the executor listens on the block-manager port, the driver
- * waits until the scenario tells it to finish (exit 0 → phase Succeeded).
+ * Spark-shaped pods for the real API server, created with the tenant's token: the test kit's Spark
+ * pods (testkit/spark-pods.ts: the labels, the driver ownerReference and the block-manager port as
+ * Spark sets them) made runnable by the process kubelet. It has no images, so a command stands in
+ * for the image's entrypoint (Spark's args follow it, as they follow /opt/entrypoint.sh): the
+ * executor listens on the block-manager port, the driver waits until the scenario tells it to
+ * finish (exit 0 → phase Succeeded).
  */
+import { driverPod, executorPod, type PodBody } from '../../testkit/spark-pods.ts';
 import { type ApiAccess, rawRequest } from '../adapter/kube-access.ts';
 
 export const BLOCK_MANAGER_PORT = 7079;
-export const OPT_IN = { 'spark-exec-svc/enabled': 'true' } as const;
 
 /** A listener on the port given as argv[1]: accepts and closes, forever (what a block manager looks like to connect()). */
 const LISTENER = [
@@ -28,68 +28,33 @@ export interface PodRef {
   readonly uid: string;
 }
 
-export function driverPodBody(namespace: string, appId: string, name: string, finishFile: string): Record<string, unknown> {
+/**
+ * The pod as a client creates it: no status (the API server sets it; the test kit's builders carry
+ * one for the function's events), never restarted, a short grace period, and the command.
+ */
+function runnable(pod: PodBody, command: readonly string[], ports: ReadonlyArray<Record<string, unknown>> = []): Record<string, unknown> {
+  const { apiVersion, kind, metadata, spec } = pod;
+  const [main, ...others] = spec.containers;
+  if (main === undefined) throw new Error(`pod ${metadata.name} has no container`);
   return {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: {
-      name,
-      namespace,
-      labels: { 'spark-app-selector': appId, 'spark-role': 'driver', 'spark-app-name': 'e2e', 'spark-version': '4.0.0', ...OPT_IN },
-    },
+    apiVersion,
+    kind,
+    metadata,
     spec: {
       restartPolicy: 'Never',
       terminationGracePeriodSeconds: 5,
-      containers: [
-        {
-          name: 'spark-kubernetes-driver',
-          image: 'apache/spark:4.0.0',
-          command: ['sh', '-c', `until [ -e '${finishFile}' ]; do sleep 0.1; done`],
-          env: [{ name: 'SPARK_APPLICATION_ID', value: appId }],
-        },
-      ],
+      containers: [{ ...main, command, ...(ports.length === 0 ? {} : { ports }) }, ...others],
     },
   };
 }
 
+export function driverPodBody(namespace: string, appId: string, name: string, finishFile: string): Record<string, unknown> {
+  return runnable(driverPod({ namespace, appId, name }), ['sh', '-c', `until [ -e '${finishFile}' ]; do sleep 0.1; done`]);
+}
+
 export function executorPodBody(namespace: string, appId: string, driver: PodRef, execId: number, name: string): Record<string, unknown> {
-  return {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: {
-      name,
-      namespace,
-      labels: {
-        'spark-app-selector': appId,
-        'spark-exec-id': String(execId),
-        'spark-role': 'executor',
-        'spark-exec-resourceprofile-id': '0',
-        'spark-app-name': 'e2e',
-        'spark-version': '4.0.0',
-        ...OPT_IN,
-      },
-      ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: driver.name, uid: driver.uid, controller: true }],
-    },
-    spec: {
-      restartPolicy: 'Never',
-      terminationGracePeriodSeconds: 5,
-      containers: [
-        {
-          name: 'spark-kubernetes-executor',
-          image: 'apache/spark:4.0.0',
-          command: ['python3', '-c', LISTENER, String(BLOCK_MANAGER_PORT)],
-          env: [
-            { name: 'SPARK_APPLICATION_ID', value: appId },
-            { name: 'SPARK_EXECUTOR_ID', value: String(execId) },
-            { name: 'SPARK_EXECUTOR_POD_IP', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'status.podIP' } } },
-            { name: 'SPARK_JAVA_OPT_0', value: '-Dspark.driver.port=7078' },
-            { name: 'SPARK_JAVA_OPT_1', value: `-Dspark.blockManager.port=${BLOCK_MANAGER_PORT}` },
-          ],
-          ports: [{ name: 'blockmanager', containerPort: BLOCK_MANAGER_PORT, protocol: 'TCP' }],
-        },
-      ],
-    },
-  };
+  const pod = executorPod({ namespace, appId, execId: String(execId), driver, blockManagerPort: BLOCK_MANAGER_PORT, optIn: true, name });
+  return runnable(pod, ['python3', '-c', LISTENER, String(BLOCK_MANAGER_PORT)], [{ name: 'blockmanager', containerPort: BLOCK_MANAGER_PORT, protocol: 'TCP' }]);
 }
 
 /** POST a pod as `who`; returns its name and uid. */
