@@ -17,7 +17,7 @@ import { RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/Role
 import { Job } from 'kubernetes-models/batch/v1/Job';
 import { startEmulator } from '../../../packages/kube-emulator/index.ts';
 import type { KubeEmulator } from '../../../packages/kube-emulator/index.ts';
-import { ROOT, DIR, SCRIPT_TEXT, NAME, SCRIPT_SETTINGS, KUBECTL, CURL, SHELLS, runScript, closedPort, type Json, type K8sObject, excessPropertyErrors, schemaErrors, kustomize, type EnvVar, type JobObj } from './support.ts';
+import { ROOT, DIR, SCRIPT_TEXT, NAME, SCRIPT_SETTINGS, KUBECTL, CURL, SHELLS, runScript, closedPort, type Json, type K8sObject, excessPropertyErrors, schemaErrors, kustomize, functionInstall, type EnvVar, type JobObj } from './support.ts';
 describe.skipIf(KUBECTL === undefined)('knative/dataplane-check manifests', () => {
   let objs: K8sObject[] = [];
   beforeAll(async () => { objs = await kustomize(DIR); });
@@ -119,7 +119,7 @@ describe.skipIf(KUBECTL === undefined)('knative/dataplane-check manifests', () =
   });
 
   it('does not collide with the function\'s own install (knative/base)', async () => {
-    const base = await kustomize('knative/base');
+    const base = await functionInstall();
     const names = new Set(base.map((o) => `${o.kind}/${o.metadata.name}`));
     for (const o of objs) expect(names.has(`${o.kind}/${o.metadata.name}`), `${o.kind}/${o.metadata.name}`).toBe(false);
   });
@@ -147,7 +147,7 @@ describe.skipIf(KUBECTL === undefined)('knative/dataplane-check manifests', () =
     // JVM DNS cache (networkaddress.cache.ttl) 30 s + CoreDNS cache up to 30 s + proxy programming
     // lag (allow 10 s) + Spark's memory of the lost executor (spark.network.timeout 120 s).
     const rule = 30 + 30 + 10 + 120;
-    const base = await kustomize('knative/base');
+    const base = await functionInstall();
     const ksvc = base.find((o) => o.kind === 'Service' && o.apiVersion.startsWith('serving.knative.dev/')) as K8sObject & { spec: { template: { spec: { containers: { env?: EnvVar[] }[] } } } };
     const cooldown = Number(ksvc.spec.template.spec.containers[0]!.env?.find((e) => e.name === 'COOLDOWN_SECONDS')?.value);
     expect(cooldown === 0 || cooldown > rule, `COOLDOWN_SECONDS ${cooldown}`).toBe(true);

@@ -23,6 +23,7 @@ import { desiredExecutorService } from '../../../shared/model/service-spec.ts';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../../../shared/model/labels.ts';
 import { startEmulator } from '../../../packages/kube-emulator/index.ts';
 import type { KubeEmulator } from '../../../packages/kube-emulator/index.ts';
+import { kustomizeObjects } from '../kustomize.ts';
 
 export const execFileAsync = promisify(execFile);
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -252,6 +253,8 @@ export async function kustomize(dir: string): Promise<K8sObject[]> {
   const { stdout } = await execFileAsync(KUBECTL!, ['kustomize', dir], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 });
   return loadAll(stdout).filter((d) => d !== null && d !== undefined) as K8sObject[];
 }
+/** The function's install as a user builds it, with knative/base/image.env set (test/ops/kustomize.ts). */
+export const functionInstall = (): Promise<K8sObject[]> => kustomizeObjects<K8sObject>(KUBECTL!, 'knative/base');
 
 // ===========================================================================
 // 1. Manifests.

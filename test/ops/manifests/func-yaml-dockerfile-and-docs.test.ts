@@ -8,7 +8,7 @@ import path from 'node:path';
 import { JSON_SCHEMA, load } from 'js-yaml';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
-import { ROOT, KSVC, FN_SA, DEFAULT_NAMESPACE, FUNC_YAML, ENV_CONTRACT, BUILDS, KUBECTL, kustomize, knativeServices, envMap, type Schema, validateJsonSchema, builds } from './support.ts';
+import { ROOT, KSVC, FN_SA, DEFAULT_NAMESPACE, FUNC_YAML, ENV_CONTRACT, BUILDS, KUBECTL, kustomize, knativeServices, envMap, type Schema, funcYamlValidator, builds } from './support.ts';
 // ===========================================================================
 describe(FUNC_YAML, () => {
   const text = readFileSync(path.join(ROOT, FUNC_YAML), 'utf8');
@@ -24,14 +24,11 @@ describe(FUNC_YAML, () => {
   };
 
   it('conforms to knative/func schema/func_yaml-schema.json (no unknown keys)', () => {
-    const schema = JSON.parse(readFileSync(path.join(ROOT, 'test/fixtures/func_yaml-schema.json'), 'utf8')) as Schema;
-    const errors: string[] = [];
-    validateJsonSchema(schema, schema, f, 'func.yaml', errors);
-    expect(errors).toEqual([]);
+    const validate = funcYamlValidator(JSON.parse(readFileSync(path.join(ROOT, 'test/fixtures/func_yaml-schema.json'), 'utf8')) as Schema);
+    expect(validate(f)).toEqual([]);
     // The validator itself rejects what the schema forbids.
-    const bad: string[] = [];
-    validateJsonSchema(schema, schema, { ...f, deploy: { ...f.deploy, healthEndpoint: {} }, invoke: 'grpc' }, 'bad', bad);
-    expect(bad).toEqual(expect.arrayContaining([expect.stringContaining('unknown key healthEndpoint'), expect.stringContaining('"grpc" not in')]));
+    const bad = validate({ ...f, deploy: { ...f.deploy, healthEndpoint: {} }, invoke: 'grpc' });
+    expect(bad).toEqual(expect.arrayContaining([expect.stringContaining('(healthEndpoint)'), expect.stringMatching(/\/invoke: must be equal to one of the allowed values/)]));
   });
 
   it('describes the same function as the kustomize base', () => {
@@ -86,12 +83,25 @@ describe('Dockerfile and .dockerignore', () => {
     // and makes the bundle's code cache with its own node (test/bundle.test.ts runs the same step).
     expect(lastStage.filter((l) => /node_modules/.test(l))).toEqual([]);
     expect(lastStage.filter((l) => /^COPY/.test(l))).toEqual(['COPY --from=build /app/dist/main.cjs /app/dist/start.cjs ./']);
-    expect(lastStage).toContain('RUN ["node", "start.cjs", "--write-code-cache"]');
+    expect(lastStage).toContain('RUN ["/nodejs/bin/node", "start.cjs", "--write-code-cache"]');
   });
 
   it('runs non-root as 65532 with the bundled entry point', () => {
-    expect(lastStage).toContain('USER 65532:65532');
-    expect(lastStage.at(-1)).toBe('CMD ["node", "start.cjs"]');
+    expect(lastStage.filter((l) => /^USER\s/.test(l)).at(-1)).toBe('USER 65532:65532');
+    expect(lastStage.slice(-2)).toEqual(['ENTRYPOINT ["/nodejs/bin/node"]', 'CMD ["start.cjs"]']);
+  });
+
+  it('the runtime stage is distroless Node 22 (no npm, no shell): every RUN is exec-form, with OCI labels', () => {
+    expect(instructions).toContain('ARG RUNTIME_IMAGE=gcr.io/distroless/nodejs22-debian12:nonroot');
+    expect(stages.at(-1)).toBe('FROM ${RUNTIME_IMAGE}');
+    // Without a shell a shell-form RUN cannot work: each must be a JSON array.
+    for (const l of lastStage.filter((x) => /^RUN\s/.test(x))) expect(l, l).toMatch(/^RUN \[/);
+    const labels = dockerfile.match(/^LABEL[\s\S]*?(?=^\S)/m)?.[0] ?? '';
+    for (const key of ['title', 'description', 'licenses', 'version', 'revision']) expect(labels, key).toContain(`org.opencontainers.image.${key}=`);
+    expect(labels).toContain('org.opencontainers.image.licenses="Apache-2.0"');
+    // The release script pins both bases by digest (test/ops/install-story.test.ts runs it).
+    const release = readFileSync(path.join(ROOT, 'scripts/release.sh'), 'utf8');
+    for (const arg of ['NODE_IMAGE', 'RUNTIME_IMAGE']) expect(release, arg).toContain(`--build-arg "${arg}=`);
   });
 
   it('.dockerignore sends only what the build needs', () => {

@@ -3,9 +3,10 @@
  * triggers, checked against the Kubernetes and Knative types and the contract of
  * functions/executor-service/func.yaml (docs/deploy.md).
  */
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { load } from 'js-yaml';
 import ts from 'typescript';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ApiServerSource } from '@kubernetes-models/knative/sources.knative.dev/v1/ApiServerSource';
@@ -18,7 +19,9 @@ import { Role } from 'kubernetes-models/rbac.authorization.k8s.io/v1/Role';
 import { RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding';
 import { ClusterRole } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole';
 import { ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding';
-import { ROOT, KSVC, FN_SA, SOURCE_SA, PING_NAME, INPUT_TYPES, PING_TYPE, OUTPUT_TYPES, REPLY_SOURCE, ENV_CONTRACT, KNATIVE_RESERVED_ENV, FN_PERMISSIONS, SOURCE_PERMISSIONS, BUILDS, validatorFor, type Json, type K8sObject, type PolicyRule, type Binding, type Destination, type Selector, type TriggerObj, KUBECTL, kustomize, id, ofKind, knativeServices, sorted, selectorMatches, triggerMatches, permissionsOf, routesToFunction, envMap, excessPropertyErrors, builds } from './support.ts';
+import { clusterWideOverlay, optionProblems, writeOverlay } from '../../../scripts/cluster-wide-overlay.ts';
+import { TEST_IMAGE, configuredTree, sharedConfiguredTree } from '../kustomize.ts';
+import { ROOT, KSVC, FN_SA, SOURCE_SA, PING_NAME, SCRIPTS_CONFIGMAP, CLUSTER_WIDE, CLUSTER_SCOPED, INPUT_TYPES, PING_TYPE, OUTPUT_TYPES, REPLY_SOURCE, ENV_CONTRACT, KNATIVE_RESERVED_ENV, FN_PERMISSIONS, SOURCE_PERMISSIONS, BUILDS, validatorFor, type Json, type K8sObject, type PolicyRule, type Binding, type Destination, type Selector, type TriggerObj, KUBECTL, kustomize, id, ofKind, knativeServices, sorted, selectorMatches, triggerMatches, permissionsOf, permissionsByNamespace, clusterWideServiceWriters, routesToFunction, envMap, excessPropertyErrors, builds } from './support.ts';
 describe.skipIf(KUBECTL === undefined)('knative/ kustomize builds', () => {
   beforeAll(async () => {
     const results = await Promise.all(Object.keys(BUILDS).map(async (dir) => [dir, await kustomize(dir)] as const));
@@ -70,37 +73,132 @@ describe.skipIf(KUBECTL === undefined)('knative/ kustomize builds', () => {
     expect(errors.some((e) => e.startsWith('role:') && e.includes('"verb"') && e.includes('does not exist'))).toBe(true);
   });
 
-  it.each(['knative/base', 'knative/overlays/broker', 'knative/overlays/cluster-wide'])(
-    'a wrapping kustomization can move %s to another namespace and set the image (as docs/deploy.md says)',
+  it.each(['knative/base', 'knative/overlays/broker', 'knative/overlays/monitoring'])(
+    'a wrapping kustomization can move %s, executor scripts included, to another namespace (as docs/deploy.md says)',
     async (dir) => {
+      const tree = sharedConfiguredTree();
       const tmp = mkdtempSync(path.join(os.tmpdir(), 'spark-exec-svc-wrap-'));
       try {
         writeFileSync(path.join(tmp, 'kustomization.yaml'), [
           'apiVersion: kustomize.config.k8s.io/v1beta1', 'kind: Kustomization', 'namespace: elsewhere',
-          'resources:', `  - ${path.relative(tmp, path.join(ROOT, dir))}`,
-          'images:', '  - name: spark-exec-svc', '    newName: registry.example.com/team/spark-exec-svc', '    newTag: "0.1.0"', '',
+          'resources:', `  - ${path.relative(tmp, path.join(tree, dir))}`, '',
         ].join('\n'));
-        const objs = await kustomize(tmp);
+        const objs = await kustomize(tmp, tmp);
         for (const o of objs) {
           if (o.kind === 'ClusterRole') continue;
-          if (o.kind === 'Namespace' || o.kind === 'ClusterRoleBinding') expect(o.kind === 'Namespace' ? o.metadata.name : (o as Binding).subjects?.[0]?.namespace, id(o)).toBe('elsewhere');
-          else expect(o.metadata.namespace, id(o)).toBe('elsewhere');
+          expect(o.metadata.namespace, id(o)).toBe('elsewhere');
           if (o.kind === 'RoleBinding') expect((o as Binding).subjects?.[0]?.namespace, id(o)).toBe('elsewhere');
         }
+        expect(objs.some((o) => o.kind === 'ConfigMap' && o.metadata.name === SCRIPTS_CONFIGMAP)).toBe(true);
         const fn = knativeServices(objs).find((s) => s.metadata.name === KSVC)!;
-        expect(fn.spec.template.spec.containers[0]!.image).toBe('registry.example.com/team/spark-exec-svc:0.1.0');
+        expect(fn.spec.template.spec.containers[0]!.image).toBe(TEST_IMAGE);
       } finally {
         rmSync(tmp, { recursive: true, force: true });
       }
     },
   );
 
+  it.each(Object.keys(BUILDS))('%s does not build until knative/base/image.env sets IMAGE, and says where to set it', async (dir) => {
+    // The repository as cloned: no default image (Knative would resolve a bare name on docker.io).
+    expect(readFileSync(path.join(ROOT, 'knative/base/image.env'), 'utf8')).not.toMatch(/^\s*IMAGE\s*=/m);
+    await expect(kustomize(dir, ROOT)).rejects.toThrow(/data\.IMAGE.*set-image-in-knative-base-image-env/s);
+  });
+
+  it('with IMAGE set, every function container runs exactly that image (no placeholder, no bare name)', () => {
+    for (const [dir, objs] of builds) {
+      for (const svc of knativeServices(objs).filter((x) => x.metadata.name === KSVC)) {
+        expect(svc.spec.template.spec.containers.map((c) => c.image), dir).toEqual([TEST_IMAGE]);
+      }
+      for (const o of objs) expect(JSON.stringify(o), `${dir}: ${id(o)}`).not.toContain('set-in-knative-base-image-env');
+      // kustomize keeps the image.env ConfigMap to itself (local-config).
+      expect(objs.filter((o) => o.kind === 'ConfigMap').map((o) => o.metadata.name), dir).not.toContain('set-image-in-knative-base-image-env');
+    }
+  });
+
+  it('no shipped manifest grants Service writes cluster-wide (no ClusterRoleBinding but sender authentication\'s TokenReview one)', async () => {
+    for (const [dir, objs] of builds) {
+      expect(clusterWideServiceWriters(objs), dir).toEqual([]);
+      // TokenReview is cluster-scoped, so only a ClusterRoleBinding can grant it (knative/overlays/sender-auth);
+      // permissionsOf checks that its role grants `create tokenreviews` and nothing else.
+      expect(ofKind(objs, 'ClusterRoleBinding').map(id), dir).toEqual(BUILDS[dir]!.senderAuth === true ? ['ClusterRoleBinding/spark-exec-svc-fn-tokenreview'] : []);
+    }
+    const dataplaneCheck = await kustomize('knative/dataplane-check', ROOT);
+    expect(clusterWideServiceWriters(dataplaneCheck)).toEqual([]);
+    // The check itself finds such a grant (guards the assertions above).
+    const writer = [
+      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'w' }, rules: [{ apiGroups: [''], resources: ['services'], verbs: ['patch'] }] },
+      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'w' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'w' }, subjects: [] },
+    ] as unknown as K8sObject[];
+    expect(clusterWideServiceWriters(writer)).toEqual(['ClusterRoleBinding/w']);
+  });
+
+  it('the executor scripts ConfigMap is installed in every namespace the function watches, equal to spark/\'s files', () => {
+    const kustomization = load(readFileSync(path.join(ROOT, 'spark/kustomization.yaml'), 'utf8')) as { configMapGenerator: { name: string; files: string[] }[] };
+    const files = kustomization.configMapGenerator[0]!.files;
+    expect(kustomization.configMapGenerator[0]!.name).toBe(SCRIPTS_CONFIGMAP);
+    expect(sorted(files)).toEqual(sorted(readdirSync(path.join(ROOT, 'spark')).filter((f) => f.endsWith('.sh'))));
+    for (const [dir, want] of Object.entries(BUILDS)) {
+      const maps = ofKind(builds.get(dir)!, 'ConfigMap').filter((o) => o.metadata.name === SCRIPTS_CONFIGMAP);
+      expect(sorted(maps.map((m) => m.metadata.namespace!)), dir).toEqual(sorted(want.watch ?? [want.namespace]));
+      for (const m of maps) {
+        const data = (m as unknown as { data: Record<string, string> }).data;
+        expect(sorted(Object.keys(data)), dir).toEqual(sorted(files));
+        for (const f of files) expect(data[f], `${dir}: ${f}`).toBe(readFileSync(path.join(ROOT, 'spark', f), 'utf8'));
+      }
+    }
+  });
+
+  it('knative/overlays/cluster-wide is exactly what scripts/cluster-wide-overlay.ts writes for its namespace list (no drift)', () => {
+    const committed = path.join(ROOT, 'knative/overlays/cluster-wide');
+    const listFiles = (dir: string, at = ''): string[] => readdirSync(path.join(dir, at), { withFileTypes: true })
+      .flatMap((e) => (e.isDirectory() ? listFiles(dir, path.join(at, e.name)) : [path.join(at, e.name)]));
+    const generated = clusterWideOverlay(CLUSTER_WIDE);
+    expect(sorted(listFiles(committed))).toEqual(sorted([...generated.keys()]));
+    for (const [file, text] of generated) expect(readFileSync(path.join(committed, file), 'utf8'), file).toBe(text);
+  });
+
+  it('the cluster-wide generator, for another list, binds the ClusterRoles in exactly those namespaces', async () => {
+    const tree = configuredTree();
+    try {
+      const options = { installNamespace: 'spark-exec-ops', watch: ['etl', 'ml-batch', 'adhoc'] };
+      writeOverlay(path.join(tree, 'knative/overlays/cluster-wide'), clusterWideOverlay(options));
+      const objs = await kustomize('knative/overlays/cluster-wide', tree);
+      expect(ofKind(objs, 'ClusterRoleBinding')).toEqual([]);
+      for (const sa of [FN_SA, SOURCE_SA]) {
+        const byNs = permissionsByNamespace(objs, sa);
+        expect(sorted(Object.keys(byNs)), sa).toEqual(sorted(options.watch));
+        for (const ns of options.watch) expect(byNs[ns], `${sa} in ${ns}`).toEqual(sa === FN_SA ? FN_PERMISSIONS : SOURCE_PERMISSIONS);
+        for (const b of ofKind<Binding>(objs, 'RoleBinding').filter((x) => x.subjects?.[0]?.name === sa)) expect(b.subjects?.[0]?.namespace).toBe(options.installNamespace);
+      }
+      const fn = knativeServices(objs)[0]!;
+      expect(fn.metadata.namespace).toBe(options.installNamespace);
+      expect(envMap(fn.spec.template.spec.containers[0]!)['WATCH_NAMESPACES']).toBe(options.watch.join(','));
+      const source = ofKind(objs, 'ApiServerSource')[0] as unknown as { spec: { namespaceSelector: Selector } };
+      expect(source.spec.namespaceSelector.matchExpressions?.[0]?.values).toEqual(options.watch);
+      expect(sorted(ofKind(objs, 'ConfigMap').map((m) => m.metadata.namespace!))).toEqual(sorted(options.watch));
+    } finally {
+      rmSync(tree, { recursive: true, force: true });
+    }
+  });
+
+  it('the cluster-wide generator refuses bad lists with every reason', () => {
+    expect(optionProblems({ installNamespace: 'ops', watch: ['a', 'a', 'Bad_Name', 'ops'] })).toEqual([
+      '"Bad_Name" is not a valid namespace name (DNS-1123 label)',
+      '--watch lists a namespace twice',
+      'the install namespace ops is also watched: use knative/base (one namespace) for that, or another install namespace',
+    ]);
+    expect(optionProblems({ installNamespace: 'ops', watch: [] })).toEqual(['--watch lists no namespace']);
+  });
+
   describe.each(Object.entries(BUILDS))('%s', (dir, want) => {
     const objs = () => builds.get(dir)!;
 
-    it('is one install: namespaced objects share one namespace, no duplicates', () => {
-      const namespaced = objs().filter((o) => !['Namespace', 'ClusterRole', 'ClusterRoleBinding'].includes(o.kind));
+    it('is one install: namespaced objects share one namespace (per-namespace RBAC and scripts in the watched ones), no duplicates', () => {
+      const perWatched = (o: K8sObject) => want.rbac === 'per-namespace' && (o.kind === 'RoleBinding' || o.kind === 'ConfigMap');
+      const namespaced = objs().filter((o) => !CLUSTER_SCOPED.includes(o.kind) && !perWatched(o));
+      for (const o of objs().filter((x) => CLUSTER_SCOPED.includes(x.kind))) expect(o.metadata.namespace, `${id(o)} is cluster-scoped`).toBeUndefined();
       expect(new Set(namespaced.map((o) => o.metadata.namespace))).toEqual(new Set([want.namespace]));
+      if (want.rbac === 'per-namespace') expect(new Set(objs().filter(perWatched).map((o) => o.metadata.namespace))).toEqual(new Set(want.watch));
       const ids = objs().map(id);
       expect(new Set(ids).size).toBe(ids.length);
       for (const ns of ofKind(objs(), 'Namespace')) expect(ns.metadata.name).toBe(want.namespace);
@@ -109,8 +207,10 @@ describe.skipIf(KUBECTL === undefined)('knative/ kustomize builds', () => {
     it('RBAC: no wildcards, no pod writes, no pods/finalizers; every role bound to one of our two identities', () => {
       const roles = objs().filter((o) => o.kind === 'Role' || o.kind === 'ClusterRole');
       const bindings = objs().filter((o) => o.kind === 'RoleBinding' || o.kind === 'ClusterRoleBinding') as Binding[];
-      expect(sorted(roles.map((r) => r.kind))).toEqual(want.rbac === 'cluster' ? ['ClusterRole', 'ClusterRole'] : ['Role', 'Role']);
-      expect(sorted(bindings.map((b) => b.kind))).toEqual(want.rbac === 'cluster' ? ['ClusterRoleBinding', 'ClusterRoleBinding'] : ['RoleBinding', 'RoleBinding']);
+      // Sender authentication adds one ClusterRole and its ClusterRoleBinding (TokenReview is cluster-scoped).
+      const tokenReview = want.senderAuth === true ? ['Cluster'] : [];
+      expect(sorted(roles.map((r) => r.kind))).toEqual(sorted([...(want.rbac === 'per-namespace' ? ['ClusterRole', 'ClusterRole'] : ['Role', 'Role']), ...tokenReview.map((k) => `${k}Role`)]));
+      expect(sorted(bindings.map((b) => b.kind))).toEqual(sorted([...Array<string>(2 * (want.rbac === 'per-namespace' ? want.watch!.length : 1)).fill('RoleBinding'), ...tokenReview.map((k) => `${k}RoleBinding`)]));
       for (const r of roles) {
         for (const rule of ((r as unknown as { rules?: PolicyRule[] }).rules ?? [])) {
           for (const field of [rule.apiGroups ?? [], rule.resources ?? [], rule.verbs]) expect(field, id(r)).not.toContain('*');
@@ -134,12 +234,42 @@ describe.skipIf(KUBECTL === undefined)('knative/ kustomize builds', () => {
       }
     });
 
-    it('the function may only get/list pods and get/list/create/patch/delete services', () => {
-      expect(permissionsOf(objs(), FN_SA)).toEqual(FN_PERMISSIONS);
+    it('the function may only get/list pods and get/list/create/patch/delete services, only in the namespaces it watches (and create TokenReviews with sender authentication)', () => {
+      expect(permissionsOf(objs(), FN_SA)).toEqual(want.senderAuth === true ? { ...FN_PERMISSIONS, tokenreviews: ['create'] } : FN_PERMISSIONS);
+      const byNs = permissionsByNamespace(objs(), FN_SA);
+      // '' = cluster-wide: only sender authentication's TokenReviews, which are not namespaced.
+      expect(sorted(Object.keys(byNs))).toEqual(sorted([...(want.watch ?? [want.namespace]), ...(want.senderAuth === true ? [''] : [])]));
+      for (const [ns, grants] of Object.entries(byNs)) expect(grants, ns).toEqual(ns === '' ? { tokenreviews: ['create'] } : FN_PERMISSIONS);
     });
 
-    it('the ApiServerSource may only get/list/watch pods', () => {
+    it(want.senderAuth === true ? 'sender authentication: both sources request the audience the function checks' : 'sender authentication is off (the default)', () => {
+      const fn = knativeServices(objs()).find((s) => s.metadata.name === KSVC);
+      const env = fn === undefined ? {} : envMap(fn.spec.template.spec.containers[0]!);
+      const audiences = [...ofKind(objs(), 'ApiServerSource'), ...ofKind(objs(), 'PingSource')].map((o) => (o as unknown as { spec: { sink: { audience?: string } } }).spec.sink.audience);
+      if (want.senderAuth !== true) {
+        expect(env['SENDER_AUTH']).toBeUndefined();
+        expect(audiences).toEqual([undefined, undefined]);
+        return;
+      }
+      expect(env['SENDER_AUTH']).toBe('tokenreview');
+      // Knative's audience format for the sink: <group>/<kind>/<namespace>/<name>, lower case (knative/eventing pkg/auth/audience.go).
+      expect(env['SENDER_AUTH_AUDIENCE']).toBe(`serving.knative.dev/service/${want.namespace}/${KSVC}`);
+      expect(audiences).toEqual([env['SENDER_AUTH_AUDIENCE'], env['SENDER_AUTH_AUDIENCE']]);
+      // The sources' OIDC ServiceAccounts: <source name> + "oidc-<group>-<kind>" lower case, when that fits in 63 characters (pkg/auth/serviceaccount.go, kmeta.ChildName).
+      const oidcUser = (name: string, kind: string) => {
+        const sa = `${name}oidc-sources.knative.dev-${kind}`;
+        expect(sa.length).toBeLessThanOrEqual(63);
+        return `system:serviceaccount:${want.namespace}:${sa}`;
+      };
+      const source = ofKind(objs(), 'ApiServerSource')[0]!.metadata.name;
+      expect(env['SENDER_AUTH_USERS']?.split(',')).toEqual([oidcUser(source, 'apiserversource'), oidcUser(PING_NAME, 'pingsource')]);
+    });
+
+    it('the ApiServerSource may only get/list/watch pods, only in the namespaces it watches', () => {
       expect(permissionsOf(objs(), SOURCE_SA)).toEqual(SOURCE_PERMISSIONS);
+      const byNs = permissionsByNamespace(objs(), SOURCE_SA);
+      expect(sorted(Object.keys(byNs))).toEqual(sorted(want.watch ?? [want.namespace]));
+      for (const grants of Object.values(byNs)) expect(grants).toEqual(SOURCE_PERMISSIONS);
     });
 
     it('the ApiServerSource watches only Spark driver/executor pods and reaches the function', () => {
@@ -202,7 +332,7 @@ describe.skipIf(KUBECTL === undefined)('knative/ kustomize builds', () => {
       expect(pod.securityContext).toBeUndefined();
       expect(pod.containers).toHaveLength(1);
       const c = pod.containers[0]!;
-      expect(c.image).toMatch(/(^|\/)spark-exec-svc([:@]|$)/);
+      expect(c.image).toBe(TEST_IMAGE);
       const env = envMap(c);
       for (const name of Object.keys(env)) {
         expect(ENV_CONTRACT.has(name), `env ${name} is part of the contract`).toBe(true);

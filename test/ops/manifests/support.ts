@@ -1,17 +1,17 @@
 /**
  * Helpers of the manifest suites: kustomize builds, the Kubernetes types and JSON schemas they are
  * checked against, and small readers of RBAC, triggers and sinks.
+ * knative/base/image.env has no IMAGE in the repository (the build fails until a user sets it), so
+ * the builds run on a copy with IMAGE set (test/ops/kustomize.ts).
  */
-import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
-import { JSON_SCHEMA, load, loadAll } from 'js-yaml';
 import ts from 'typescript';
 import { typecheckVirtual } from '../typecheck-virtual.ts';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { findKubectl, kustomizeObjects } from '../kustomize.ts';
+import { expect } from 'vitest';
+import { Ajv } from 'ajv';
+import addFormatsPlugin from 'ajv-formats';
 import { Service as KnativeService } from '@kubernetes-models/knative/serving.knative.dev/v1/Service';
 import { ApiServerSource } from '@kubernetes-models/knative/sources.knative.dev/v1/ApiServerSource';
 import { PingSource } from '@kubernetes-models/knative/sources.knative.dev/v1/PingSource';
@@ -23,10 +23,12 @@ import { Role } from 'kubernetes-models/rbac.authorization.k8s.io/v1/Role';
 import { RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding';
 import { ClusterRole } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole';
 import { ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding';
+import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
+import { ValidatingAdmissionPolicy } from 'kubernetes-models/admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy';
+import { ValidatingAdmissionPolicyBinding } from 'kubernetes-models/admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding';
 import { PodMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PodMonitor';
 import { PrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule';
 
-export const execFileAsync = promisify(execFile);
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
 // ---------------------------------------------------------------------------
@@ -37,6 +39,8 @@ export const SOURCE_SA = 'spark-exec-svc-source';
 export const PING_NAME = 'spark-exec-svc-sweep';
 export const DEFAULT_NAMESPACE = 'spark';
 export const FUNC_YAML = 'functions/executor-service/func.yaml';
+export const SCRIPTS_CONFIGMAP = 'spark-exec-svc-scripts';
+export const CLUSTER_WIDE = { installNamespace: 'spark-exec-svc', watch: ['spark-team-a', 'spark-team-b'] } as const;
 
 export const INPUT_TYPES = {
   Resource: ['dev.knative.apiserver.resource.add', 'dev.knative.apiserver.resource.update', 'dev.knative.apiserver.resource.delete'],
@@ -55,6 +59,9 @@ export const REPLY_SOURCE = '/spark-exec-svc/executor-service';
 export const ENV_CONTRACT = new Set([
   'WATCH_NAMESPACES', 'OPT_IN_MODE', 'BLOCK_MANAGER_PORT', 'COOLDOWN_SECONDS', 'LOG_LEVEL',
   'EVENT_DEADLINE_MS', 'REQUEST_TIMEOUT_MS', 'SWEEP_DEADLINE_MS', 'REPLY_MODE', 'MAX_BODY_BYTES', 'SWEEP_PAGE_SIZE', 'MAX_SERVICES_PER_NAMESPACE',
+  // The HTTP edge (shared/ops/edge-config.ts).
+  'REQUEST_RECEIVE_TIMEOUT_MS', 'MAX_CONNECTIONS', 'MAX_JSON_DEPTH', 'SWEEP_MIN_INTERVAL_MS',
+  'SENDER_AUTH', 'SENDER_AUTH_AUDIENCE', 'SENDER_AUTH_USERS', 'SENDER_AUTH_CACHE_SECONDS',
 ]);
 export const KNATIVE_RESERVED_ENV = new Set(['PORT', 'K_SERVICE', 'K_CONFIGURATION', 'K_REVISION']);
 
@@ -66,25 +73,34 @@ export interface Expectation {
   mode: 'Resource' | 'Reference';
   delivery: 'direct' | 'broker';
   deadLetter: boolean;
-  rbac: 'namespaced' | 'cluster';
+  /** namespaced: Roles + RoleBindings; per-namespace: ClusterRoles bound by a RoleBinding in each watched namespace. */
+  rbac: 'namespaced' | 'per-namespace';
   /** false: the Knative Service comes from `func deploy`. */
   ksvc: boolean;
   namespace: string;
   /** Watched namespaces (namespaceSelector == WATCH_NAMESPACES); undefined = own namespace only. */
   watch?: readonly string[];
+  /** SENDER_AUTH=tokenreview: the function may also create TokenReviews, and the sources request its audience. */
+  senderAuth?: boolean;
 }
 export const BASE: Expectation = { mode: 'Resource', delivery: 'direct', deadLetter: false, rbac: 'namespaced', ksvc: true, namespace: DEFAULT_NAMESPACE };
 export const BUILDS: Record<string, Expectation> = {
   knative: BASE,
   'knative/base': BASE,
   'knative/overlays/reference-mode': { ...BASE, mode: 'Reference' },
-  'knative/overlays/broker': { ...BASE, delivery: 'broker' },
-  'knative/overlays/dead-letter': { ...BASE, delivery: 'broker', deadLetter: true },
-  'knative/overlays/cluster-wide': { ...BASE, rbac: 'cluster', namespace: 'spark-exec-svc', watch: ['spark-team-a', 'spark-team-b'] },
+  // Behind a Broker the events are stored (and dead-lettered): Reference mode keeps pod specs out.
+  'knative/overlays/broker': { ...BASE, mode: 'Reference', delivery: 'broker' },
+  'knative/overlays/dead-letter': { ...BASE, mode: 'Reference', delivery: 'broker', deadLetter: true },
+  'knative/overlays/cluster-wide': { ...BASE, rbac: 'per-namespace', namespace: CLUSTER_WIDE.installNamespace, watch: CLUSTER_WIDE.watch },
   'knative/overlays/func-deploy': { ...BASE, ksvc: false },
-  // The base plus a PodMonitor and a PrometheusRule (test/metrics-rules.test.ts checks them further).
+  // The base plus a PodMonitor and a PrometheusRule (test/ops/metrics-rules.test.ts checks them further).
   'knative/overlays/monitoring': BASE,
+  // The base plus a cluster-scoped ValidatingAdmissionPolicy and its binding (test/ops/admission-policy.test.ts evaluates its CEL).
+  'knative/overlays/admission-policy': BASE,
+  'knative/overlays/sender-auth': { ...BASE, senderAuth: true },
 };
+/** Cluster-scoped kinds an install may hold (no namespace). */
+export const CLUSTER_SCOPED = ['Namespace', 'ClusterRole', 'ClusterRoleBinding', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'];
 
 // ---------------------------------------------------------------------------
 // Validators: one per kind, keyed by the model's own apiVersion/kind.
@@ -111,7 +127,10 @@ export const VALIDATORS: Validator[] = [
   { model: Role, typeModule: 'kubernetes-models/rbac.authorization.k8s.io/v1/Role', typeName: 'IRole', label: 'kubernetes-models rbac/v1 Role' },
   { model: RoleBinding, typeModule: 'kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding', typeName: 'IRoleBinding', label: 'kubernetes-models rbac/v1 RoleBinding' },
   { model: ClusterRole, typeModule: 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole', typeName: 'IClusterRole', label: 'kubernetes-models rbac/v1 ClusterRole' },
+  { model: ConfigMap, typeModule: 'kubernetes-models/v1/ConfigMap', typeName: 'IConfigMap', label: 'kubernetes-models v1 ConfigMap' },
   { model: ClusterRoleBinding, typeModule: 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding', typeName: 'IClusterRoleBinding', label: 'kubernetes-models rbac/v1 ClusterRoleBinding' },
+  { model: ValidatingAdmissionPolicy, typeModule: 'kubernetes-models/admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy', typeName: 'IValidatingAdmissionPolicy', label: 'kubernetes-models admissionregistration/v1 ValidatingAdmissionPolicy' },
+  { model: ValidatingAdmissionPolicyBinding, typeModule: 'kubernetes-models/admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding', typeName: 'IValidatingAdmissionPolicyBinding', label: 'kubernetes-models admissionregistration/v1 ValidatingAdmissionPolicyBinding' },
   { model: PodMonitor, typeModule: '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PodMonitor', typeName: 'IPodMonitor', label: '@kubernetes-models/prometheus-operator monitoring.coreos.com/v1 PodMonitor' },
   { model: PrometheusRule, typeModule: '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule', typeName: 'IPrometheusRule', label: '@kubernetes-models/prometheus-operator monitoring.coreos.com/v1 PrometheusRule' },
 ];
@@ -149,23 +168,14 @@ export interface TriggerObj extends K8sObject {
 
 // ---------------------------------------------------------------------------
 // Helpers.
-export function findKubectl(): string | undefined {
-  const candidates = [process.env['KUBECTL'], '/usr/bin/kubectl', ...(process.env['PATH'] ?? '').split(path.delimiter).map((d) => path.join(d, 'kubectl'))];
-  return candidates.find((c): c is string => c !== undefined && c !== '' && existsSync(c));
-}
+const addFormats = addFormatsPlugin.default;
 export const KUBECTL = findKubectl();
 if (KUBECTL === undefined) {
   console.warn('[manifests.test] SKIPPING the kustomize build checks: no kubectl at /usr/bin/kubectl, $KUBECTL or on PATH (kubectl >= 1.27 with kustomize v5 is needed).');
 }
 
-export async function kustomize(dir: string): Promise<K8sObject[]> {
-  const { stdout } = await execFileAsync(KUBECTL!, ['kustomize', dir], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 });
-  const docs = loadAll(stdout).filter((d) => d !== null && d !== undefined);
-  for (const d of docs) {
-    if (typeof d !== 'object' || Array.isArray(d)) throw new Error(`${dir}: a document is not an object`);
-  }
-  return docs as K8sObject[];
-}
+/** Builds `dir` of the repository as a user does after setting IMAGE (a relative `dir` is in the configured copy). */
+export const kustomize = (dir: string, root?: string): Promise<K8sObject[]> => kustomizeObjects<K8sObject>(KUBECTL!, dir, root);
 
 export const id = (o: K8sObject) => `${o.kind}/${o.metadata?.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata?.name}`;
 export const ofKind = <T extends K8sObject = K8sObject>(objs: K8sObject[], kind: string, apiGroup?: string): T[] =>
@@ -221,6 +231,12 @@ export function permissionsOf(objs: K8sObject[], sa: string): Record<string, str
       (o.kind === 'ClusterRole' || o.metadata.namespace === b.metadata.namespace));
     expect(role, `${id(b)} must bind a role defined in this install, not ${b.roleRef.kind}/${b.roleRef.name}`).toBeDefined();
     for (const rule of ((role as unknown as { rules?: PolicyRule[] }).rules ?? [])) {
+      // The one grant outside the core group: TokenReviews for sender authentication (overlays/sender-auth).
+      if (rule.apiGroups?.[0] === 'authentication.k8s.io') {
+        expect(rule, `${id(role!)}: only create tokenreviews`).toEqual({ apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] });
+        (grants['tokenreviews'] ??= new Set()).add('create');
+        continue;
+      }
       expect(rule.apiGroups, `${id(role!)}: core group only`).toEqual(['']);
       expect(rule.resourceNames, `${id(role!)}: no resourceNames`).toBeUndefined();
       expect(rule.nonResourceURLs, `${id(role!)}: no nonResourceURLs`).toBeUndefined();
@@ -228,6 +244,33 @@ export function permissionsOf(objs: K8sObject[], sa: string): Record<string, str
     }
   }
   return Object.fromEntries(Object.entries(grants).map(([r, vs]) => [r, sorted([...vs])]));
+}
+
+/** namespace ('' = cluster-wide) -> resource -> sorted verbs, for every binding of `sa` in this build. */
+export function permissionsByNamespace(objs: K8sObject[], sa: string): Record<string, Record<string, string[]>> {
+  const out: Record<string, Record<string, string[]>> = {};
+  const bindings = [...ofKind<Binding>(objs, 'RoleBinding'), ...ofKind<Binding>(objs, 'ClusterRoleBinding')]
+    .filter((b) => (b.subjects ?? []).some((s) => s.kind === 'ServiceAccount' && s.name === sa));
+  for (const b of bindings) {
+    const ns = b.kind === 'ClusterRoleBinding' ? '' : b.metadata.namespace!;
+    const grants = permissionsOf([...objs.filter((o) => !['RoleBinding', 'ClusterRoleBinding'].includes(o.kind)), b], sa);
+    const merged = (out[ns] ??= {});
+    for (const [r, vs] of Object.entries(grants)) merged[r] = sorted([...new Set([...(merged[r] ?? []), ...vs])]);
+  }
+  return out;
+}
+
+const SERVICE_WRITES = ['create', 'update', 'patch', 'delete', 'deletecollection', '*'];
+/** ClusterRoleBindings whose role lets someone write Services in every namespace. */
+export function clusterWideServiceWriters(objs: K8sObject[]): string[] {
+  return ofKind<Binding>(objs, 'ClusterRoleBinding').filter((b) => {
+    const role = objs.find((o) => o.kind === b.roleRef.kind && o.metadata.name === b.roleRef.name);
+    // A role defined elsewhere cannot be checked here: count it as a writer.
+    if (role === undefined) return true;
+    return ((role as unknown as { rules?: PolicyRule[] }).rules ?? []).some((r) =>
+      (r.apiGroups ?? []).some((g) => g === '' || g === '*') && (r.resources ?? []).some((x) => x === 'services' || x === '*') &&
+      r.verbs.some((v) => SERVICE_WRITES.includes(v)));
+  }).map(id);
 }
 
 /** Where a sink ends up: the function directly, or through our Broker and a Trigger that accepts `attrs`. */
@@ -269,57 +312,18 @@ export function excessPropertyErrors(entries: { label: string; obj: K8sObject }[
 }
 
 // ---------------------------------------------------------------------------
-// A draft-04 JSON-schema validator for the keywords func_yaml-schema.json uses. It
-// throws on any other keyword, so a newer schema cannot be half-checked silently.
+// func.yaml's JSON schema, checked with ajv. knative/func's schema says draft-04; it uses only
+// keywords whose meaning draft-07 (ajv's default) keeps (no boolean exclusiveMinimum, no `id`), so
+// it is compiled as draft-07. strictSchema: an unknown keyword fails the compile instead of being skipped.
 export type Schema = Record<string, unknown>;
-export const KNOWN_KEYWORDS = new Set(['$schema', '$ref', 'description', 'title', 'type', 'properties', 'additionalProperties',
-  'patternProperties', 'required', 'items', 'enum', 'pattern', 'minimum', 'maximum', 'oneOf', 'format', 'definitions']);
-export function validateJsonSchema(root: Schema, schema: Schema, value: unknown, at: string, errors: string[]): void {
-  for (const k of Object.keys(schema)) if (!KNOWN_KEYWORDS.has(k)) throw new Error(`schema keyword ${k} at ${at} is not supported by this test`);
-  if (typeof schema['$ref'] === 'string') {
-    const ref = schema['$ref'];
-    if (!ref.startsWith('#/definitions/')) throw new Error(`unsupported $ref ${ref}`);
-    const target = (root['definitions'] as Record<string, Schema>)[ref.slice('#/definitions/'.length)];
-    if (target === undefined) throw new Error(`dangling $ref ${ref}`);
-    validateJsonSchema(root, target, value, at, errors);
-  }
-  const type = schema['type'];
-  if (typeof type === 'string') {
-    const ok = type === 'object' ? typeof value === 'object' && value !== null && !Array.isArray(value)
-      : type === 'array' ? Array.isArray(value)
-      : type === 'integer' ? Number.isInteger(value)
-      : type === 'number' ? typeof value === 'number'
-      : typeof value === type;
-    if (!ok) { errors.push(`${at}: expected ${type}, got ${JSON.stringify(value)}`); return; }
-  }
-  if (Array.isArray(schema['enum']) && !schema['enum'].includes(value)) errors.push(`${at}: ${JSON.stringify(value)} not in ${JSON.stringify(schema['enum'])}`);
-  if (typeof value === 'string') {
-    if (typeof schema['pattern'] === 'string' && !new RegExp(schema['pattern'], 'u').test(value)) errors.push(`${at}: ${JSON.stringify(value)} does not match ${schema['pattern']}`);
-    if (schema['format'] === 'date-time' && !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(value)) errors.push(`${at}: ${value} is not an RFC 3339 date-time`);
-  }
-  if (typeof value === 'number') {
-    if (typeof schema['minimum'] === 'number' && value < schema['minimum']) errors.push(`${at}: ${value} < ${schema['minimum']}`);
-    if (typeof schema['maximum'] === 'number' && value > schema['maximum']) errors.push(`${at}: ${value} > ${schema['maximum']}`);
-  }
-  if (Array.isArray(value) && schema['items'] !== undefined) {
-    value.forEach((item, i) => validateJsonSchema(root, schema['items'] as Schema, item, `${at}[${i}]`, errors));
-  }
-  if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
-    const obj = value as Record<string, unknown>;
-    for (const req of (schema['required'] as string[] | undefined) ?? []) if (!(req in obj)) errors.push(`${at}: missing required ${req}`);
-    const props = (schema['properties'] as Record<string, Schema> | undefined) ?? {};
-    const patterns = Object.entries((schema['patternProperties'] as Record<string, Schema> | undefined) ?? {});
-    for (const [k, v] of Object.entries(obj)) {
-      let known = false;
-      if (props[k] !== undefined) { known = true; validateJsonSchema(root, props[k], v, `${at}.${k}`, errors); }
-      for (const [p, s] of patterns) if (new RegExp(p, 'u').test(k)) { known = true; validateJsonSchema(root, s, v, `${at}.${k}`, errors); }
-      if (!known && schema['additionalProperties'] === false) errors.push(`${at}: unknown key ${k}`);
-    }
-  }
-  if (Array.isArray(schema['oneOf'])) {
-    const passing = (schema['oneOf'] as Schema[]).filter((s) => { const e: string[] = []; validateJsonSchema(root, s, value, at, e); return e.length === 0; });
-    if (passing.length !== 1) errors.push(`${at}: must match exactly one of oneOf, matched ${passing.length}`);
-  }
+export function funcYamlValidator(schema: Schema): (value: unknown) => string[] {
+  const { $schema, ...rest } = schema;
+  expect($schema).toBe('http://json-schema.org/draft-04/schema#');
+  const ajv = new Ajv({ allErrors: true, strictSchema: true, strictTypes: false, strictTuples: false });
+  addFormats(ajv);
+  const validate = ajv.compile(rest);
+  return (value) => (validate(value) ? [] : (validate.errors ?? []).map((e) =>
+    `${e.instancePath || '/'}: ${e.message ?? e.keyword}${e.keyword === 'additionalProperties' ? ` (${String((e.params as { additionalProperty?: string }).additionalProperty)})` : ''}${e.keyword === 'enum' ? ` ${JSON.stringify((e.params as { allowedValues?: unknown }).allowedValues)}` : ''}`));
 }
 
 // ===========================================================================
