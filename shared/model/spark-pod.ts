@@ -1,5 +1,5 @@
 import { type PortResolution, resolveBlockManagerPort } from './block-manager-port.ts';
-import type { Pod } from './k8s-objects.ts';
+import { type Pod, podRefOf } from './k8s-objects.ts';
 import {
   OPT_IN_KEY,
   SPARK_APP_ID_LABEL,
@@ -74,10 +74,13 @@ export function podFact(pod: Pod, defaultPort: number | undefined): PodFact | un
   };
 }
 
-/** Spark makes the driver pod the executor's controller owner (BasicExecutorFeatureStep). */
+/**
+ * Spark makes the driver pod the executor's controller owner (BasicExecutorFeatureStep). A
+ * controller reference that can name no pod (podRefOf) leaves the executor without a driver.
+ */
 function controllerPodOf(pod: Pod): PodRef | undefined {
   const owner = (pod.metadata.ownerReferences ?? []).find((ref) => ref.kind === 'Pod' && ref.apiVersion === 'v1' && ref.controller === true);
-  return owner === undefined ? undefined : { name: owner.name, uid: owner.uid };
+  return owner === undefined ? undefined : podRefOf(owner);
 }
 
 /** Why a pod event cannot be about an executor slot; undefined when it names one. */

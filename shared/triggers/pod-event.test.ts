@@ -75,7 +75,7 @@ class FakeApi implements KubeClient {
   }
   async listPods(_ns: string, selector: string): Promise<Page<Pod>> {
     this.requests.push('list pods');
-    return { items: [...this.pods.values()].filter((p) => matches(p.metadata.labels, selector)), continueToken: undefined };
+    return { items: [...this.pods.values()].filter((p) => matches(p.metadata.labels, selector)), continueToken: undefined, skipped: [] };
   }
   async readService(_ns: string, name: string): Promise<Service | undefined> {
     this.requests.push(`get services ${name}`);
@@ -83,7 +83,7 @@ class FakeApi implements KubeClient {
   }
   async listServices(_ns: string, selector: string): Promise<Page<Service>> {
     this.requests.push('list services');
-    return { items: [...this.services.values()].filter((s) => matches(s.metadata.labels, selector)), continueToken: undefined };
+    return { items: [...this.services.values()].filter((s) => matches(s.metadata.labels, selector)), continueToken: undefined, skipped: [] };
   }
   async createService(body: ServiceBody): Promise<{ outcome: 'created'; service: Service } | { outcome: 'exists' }> {
     this.requests.push(`create services ${body.metadata.name}`);

@@ -59,7 +59,8 @@ async function sweepFromCursor(ctx: ReconcileContext, cursor: SweepCursor): Prom
       throw error;
     }
     pages++;
-    if (cursor.skip === 0 && cursor.pass === 'services') cursor.counted += page.items.length;
+    // Items the page could not read are Services of ours all the same (our label selected them).
+    if (cursor.skip === 0 && cursor.pass === 'services') cursor.counted += page.items.length + page.skipped.length;
     // A page is decided in chunks, so that one sweep's work stays within its budget; a page cut
     // short is listed again by the next sweep (same token) and goes on after what was decided.
     while (cursor.skip < page.items.length) {
