@@ -162,6 +162,30 @@ describe('creating: only for an executor the API server shows running, with a ru
       { ...base, pods: [fresh(runningExecutor()), fresh(runningExecutor({ name: 'copy', uid: 'copy' })), fresh(optedInDriver())], claimants: fresh([EXEC.name, 'copy']) },
       'conflict',
     ],
+    // Issue 17 class 2: only a running executor claims its slot.
+    ['executor Pending (not running yet) → nothing created', { ...base, pods: [fresh(runningExecutor({ phase: 'Pending' })), fresh(optedInDriver())] }, 'verified'],
+    ['executor Pending, Service not read → read it (as for no executor)', { ...base, service: undefined, pods: [fresh(runningExecutor({ phase: 'Pending' })), fresh(optedInDriver())] }, 'need service'],
+    [
+      'a running executor and a Pending copy claim the slot → the running one gets its Service',
+      { ...base, pods: [fresh(runningExecutor()), fresh(runningExecutor({ name: 'copy', uid: 'copy', phase: 'Pending' })), fresh(optedInDriver())], claimants: fresh([EXEC.name, 'copy']) },
+      'create',
+    ],
+    [
+      'a running executor and Pending copies owned by another pod → the running one gets its Service',
+      {
+        ...base,
+        pods: [
+          fresh(runningExecutor()),
+          fresh(runningExecutor({ name: 'copy-1', uid: 'c1', phase: 'Pending', owner: { name: 'tenant', uid: 't' } })),
+          fresh(runningExecutor({ name: 'copy-2', uid: 'c2', phase: 'Pending' })),
+          fresh(optedInDriver()),
+          fresh(pod({ name: 'tenant', uid: 't', role: 'driver', optIn: true })),
+        ],
+        claimants: fresh([EXEC.name, 'copy-1', 'copy-2']),
+      },
+      'create',
+    ],
+    ['executor phase Unknown (node lost) → nothing created (a Service made before stays: marking rows)', { ...base, pods: [fresh(runningExecutor({ phase: 'Unknown' })), fresh(optedInDriver())] }, 'verified'],
     ['executor remembered for longer than the TTL → read it', { ...base, pods: [remembered(runningExecutor(), 20_000), fresh(optedInDriver())] }, `need pod:${EXEC.name}`],
     ['executor remembered within the TTL → create', { ...base, pods: [remembered(runningExecutor(), 5_000), remembered(optedInDriver(), 5_000)] }, 'create'],
     ['driver remembered for longer than the TTL → read it', { ...base, pods: [fresh(runningExecutor()), remembered(optedInDriver(), 20_000)] }, `need pod:${DRIVER.name}`],
@@ -292,6 +316,16 @@ describe('marking and ending: only for an executor verified gone', () => {
       'a running pod with the same driver carries the labels (tenant copy) → kept, conflict reported',
       { ...gone, pods: [absentPod(EXEC.name), fresh(runningExecutor({ name: 'copy', uid: 'c' })), fresh(optedInDriver())], claimants: fresh(['copy']) },
       'conflict',
+    ],
+    [
+      'issue 17: a Pending pod with the same driver carries the labels → it keeps nothing: marked gone',
+      { ...gone, pods: [absentPod(EXEC.name), fresh(runningExecutor({ name: 'copy', uid: 'c', phase: 'Pending' })), fresh(optedInDriver())], claimants: fresh(['copy']) },
+      'marked-gone',
+    ],
+    [
+      'issue 17: the recorded executor itself is Pending (never gone: not terminal) → kept, never marked',
+      { ...gone, pods: [fresh(runningExecutor({ phase: 'Pending' })), fresh(optedInDriver())], claimants: fresh([EXEC.name]) },
+      'verified',
     ],
     [
       '… and a mark already there is removed',

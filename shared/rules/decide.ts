@@ -172,7 +172,11 @@ interface Claimant {
   readonly fresh: boolean;
 }
 
-/** Live pods carrying the slot's labels; undefined when they have not been listed. */
+/**
+ * Running pods carrying the slot's labels: the ones that claim it; undefined when they have not
+ * been listed. A Pending pod claims nothing — it neither gets a Service nor keeps anyone from
+ * one, nor keeps a gone executor's Service — whoever made it: only the kubelet makes a pod run.
+ */
 function liveClaimants(facts: Facts, slot: SlotFacts): Claimant[] | { need: Need[] } {
   if (slot.claimants === undefined) return { need: [{ kind: 'claimants', slot }] };
   const live: Claimant[] = [];
@@ -184,7 +188,7 @@ function liveClaimants(facts: Facts, slot: SlotFacts): Claimant[] | { need: Need
       continue;
     }
     const pod = seen.value;
-    if (pod === 'absent' || pod.terminal || pod.appId !== slot.appId || pod.execId !== slot.execId) continue;
+    if (pod === 'absent' || pod.terminal || !pod.running || pod.appId !== slot.appId || pod.execId !== slot.execId) continue;
     live.push({ pod, at: seen.at, fresh: seen.fresh });
   }
   return need.length > 0 ? { need } : live;
@@ -232,6 +236,11 @@ function decideSlot(facts: Facts, slot: SlotFacts, rules: Rules, now: number): S
     if (claimants.length === 0) {
       // Nothing runs that could use a Service; whether one exists matters only if it does.
       if (service === undefined) return { needs: [{ kind: 'service', slot }] };
+      const waiting = slot.claimants!.value.filter((name) => {
+        const pod = facts.pods.get(name)?.value;
+        return pod !== undefined && pod !== 'absent' && !pod.terminal && !pod.running;
+      });
+      if (waiting.length > 0) return report('verified', `no running executor: pod(s) ${waiting.slice(0, 3).join(', ')} not running yet (its Service is made when it runs)`);
       return report('verified', 'no Service and no running executor');
     }
     const decided = claimants.map((c) => eligibility(facts, c, rules, now));

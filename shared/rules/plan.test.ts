@@ -28,6 +28,7 @@ function executor(execId: string, extra: Partial<PodFact> = {}): PodFact {
     uid: `uid-exec-${execId}`,
     resourceVersion: '1',
     terminal: false,
+    running: true,
     deleting: false,
     role: 'executor',
     appId: APP,
@@ -100,6 +101,13 @@ const ROWS: readonly Row[] = [
     pod: executor('8', { deleting: true, resourceVersion: '9' }),
     remembered: { pod: executor('8'), service: eight },
     want: { slots: ['8'], services: true, podsReadAfresh: [], claimantListTrusted: true, window: 31, shareLists: true },
+  },
+  {
+    name: 'issue 17: the update that says a remembered Pending executor now runs disagrees (only then does it claim its slot): read afresh',
+    says: 'runs',
+    pod: executor('8'),
+    remembered: { pod: executor('8', { running: false }) },
+    want: { slots: ['8'], services: true, podsReadAfresh: ['exec-8'], claimantListTrusted: false, window: 31, shareLists: true },
   },
   {
     name: 'an update with another UID than remembered (a new pod of that name): the pod is read afresh, its list too',
@@ -230,3 +238,4 @@ describe('a sweep page that shows a marked Service’s executor running', () => 
     expect(markedButHintedRunning([service], pods)).toEqual(want);
   });
 });
+

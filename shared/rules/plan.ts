@@ -148,13 +148,15 @@ function endedPeers(slot: SlotKey, remembered: RememberedNearby, now: number): {
 
 /**
  * Same pod, and nothing the rules read differs: status churn, Spark's own label updates and the
- * start of a graceful deletion (a pod being deleted still runs) do not count (kubernetes'
+ * start of a graceful deletion (a pod being deleted still runs) do not count; the start of its
+ * containers (Pending → Running: only then does it claim its slot) does (kubernetes'
  * endpointslice util PodChanged asks the same question for endpoints).
  */
 export function samePodFact(a: PodFact, b: PodFact): boolean {
   return (
     a.uid === b.uid &&
     a.terminal === b.terminal &&
+    a.running === b.running &&
     a.appId === b.appId &&
     a.execId === b.execId &&
     a.optIn === b.optIn &&

@@ -123,7 +123,8 @@ async function reconcileExecutorPage(ctx: ReconcileContext, namespace: string, p
     const fact = podFact(pod, ctx.config.defaultBlockManagerPort);
     if (fact === undefined) continue;
     facts.push(fact);
-    if (fact.appId !== undefined && fact.execId !== undefined && !fact.terminal) slots.push({ appId: fact.appId, execId: fact.execId });
+    // Only a running pod claims its slot (shared/rules/decide.ts); Services of the others are the services pass's.
+    if (fact.appId !== undefined && fact.execId !== undefined && fact.running) slots.push({ appId: fact.appId, execId: fact.execId });
   }
   if (slots.length === 0) return [];
   // A continued page comes from the list snapshot of the sweep's first page, possibly minutes old:

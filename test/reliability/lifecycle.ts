@@ -365,6 +365,8 @@ export function expectedServices(world: World, watched: readonly string[], defau
     if (!optedIn(last) && !optedIn(driverNow)) continue;
     const podNow = world.emulator.getObject('pods', app.namespace, last.metadata.name) as PodNow | undefined;
     const alive = podNow !== undefined && podNow.metadata.uid === last.metadata.uid && !TERMINAL.has(podNow.status?.phase ?? '');
+    // Issue 17: only a running executor claims its slot — a Pending one gets no Service (and never had one: phases do not go back).
+    if (alive && podNow.status?.phase !== 'Running') continue;
     const name = executorServiceName(app.appId, plan.execId);
     expected.set(`${app.namespace}/${name}`, {
       namespace: app.namespace,

@@ -4,7 +4,7 @@
  *
  *   for every live, opted-in executor pod (exists, phase not Succeeded/Failed; being deleted
  *   still counts) whose v1 Pod controller owner lives (that name and UID, not terminal), the
- *   Service executorServiceName(appId, execId) exists, carries no spark-exec-svc/executor-gone-at,
+ *   Service executorServiceName(appId, execId) exists (once the pod runs: phase Running — issue 17), carries no spark-exec-svc/executor-gone-at,
  *   has exactly one ownerReference = that driver, selects exactly {spark-app-selector,
  *   spark-exec-id} of the executor, and its first port is the executor's block-manager port.
  */
@@ -69,7 +69,8 @@ export function invariantProblems(emulator: KubeEmulator, defaultPort: number | 
     const svc = emulator.getObject('services', NS, name) as unknown as SvcObj | undefined;
     const problems: string[] = [];
     if (svc === undefined) {
-      if (cap === undefined || ours < cap) problems.push('missing');
+      // The Service must exist once the executor runs (issue 17: a Pending pod claims no slot).
+      if ((cap === undefined || ours < cap) && pod.status?.phase === 'Running') problems.push('missing');
     } else {
       if (svc.metadata.annotations?.[GONE_AT] !== undefined) problems.push(`marked gone (${svc.metadata.annotations[GONE_AT]})`);
       const owners = svc.metadata.ownerReferences ?? [];
