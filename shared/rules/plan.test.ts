@@ -16,7 +16,7 @@ import { describe, expect, it } from 'vitest';
 import type { ServiceFact } from '../model/service-spec.ts';
 import type { PodFact } from '../model/spark-pod.ts';
 import type { Observation } from './observation.ts';
-import { type ExecutorPlan, type RememberedNearby, markedButHintedRunning, planExecutorEvent } from './plan.ts';
+import { type ExecutorPlan, type RememberedNearby, driverOptInLook, markedButHintedRunning, planExecutorEvent } from './plan.ts';
 
 const APP = 'spark-a1';
 const NOW = 1_000_000;
@@ -239,3 +239,22 @@ describe('a sweep page that shows a marked Service’s executor running', () => 
   });
 });
 
+/**
+ * Issue 17, class 6: opt-in changes are events too. "A driver whose opt-in changes has its
+ * application's executors looked at" — judged against what the process remembers of the driver
+ * (the event carries only the new object); opting out needs no look (opt-in only gates creating).
+ */
+describe('a driver event that says it runs: are its executors looked at (a late opt-in)?', () => {
+  const driver = (extra: Partial<PodFact> = {}): PodFact => executor('0', { name: 'drv', uid: 'uid-drv', role: 'driver', execId: undefined, controllerPod: undefined, ...extra });
+  it.each<[string, PodFact, PodFact | undefined, 'label' | 'all', boolean]>([
+    ['opted in now, remembered not opted in (kubectl label … enabled=true) → look', driver(), driver({ optIn: false }), 'label', true],
+    ['opted in now, nothing remembered (a new process cannot tell) → look', driver(), undefined, 'label', true],
+    ['opted in now, remembered opted in → no look (status churn)', driver(), driver(), 'label', false],
+    ['opted in now, remembered opted in under another UID (a new driver of that name) → look', driver(), driver({ uid: 'uid-old' }), 'label', true],
+    ['not opted in now (opted out, or never) → no look', driver({ optIn: false }), driver(), 'label', false],
+    ['opted in but not running yet (Spark makes executors once the driver runs) → no look', driver({ running: false }), undefined, 'label', false],
+    ['OPT_IN_MODE=all: labels do not matter → no look', driver(), driver({ optIn: false }), 'all', false],
+  ])('%s', (_name, hint, remembered, mode, look) => {
+    expect(driverOptInLook(hint, remembered, mode).look).toBe(look);
+  });
+});

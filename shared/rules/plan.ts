@@ -186,3 +186,23 @@ export function markedButHintedRunning(
   }
   return names;
 }
+
+/**
+ * A driver event that says the driver runs. Its executors are looked at when it may have just
+ * opted in (`kubectl label pod <driver> spark-exec-svc/enabled=true`): running executors send no
+ * more events, so without a look they would wait for the sweep. The event carries only the new
+ * object, so "just opted in" is judged against what the process remembers of the driver (read,
+ * never heard): opted in now, and not remembered opted in under this UID. A process that
+ * remembers nothing looks (its look reads the driver, which it then remembers). Opting out needs
+ * no look: opt-in only gates creating. With OPT_IN_MODE=all labels do not matter.
+ */
+export function driverOptInLook(hint: PodFact, remembered: PodFact | undefined, optInMode: 'label' | 'all'): { readonly look: boolean; readonly why: string } {
+  if (optInMode === 'all') return { look: false, why: 'driver running: nothing to do (OPT_IN_MODE=all)' };
+  if (!hint.optIn) return { look: false, why: 'driver running, not opted in: nothing to do' };
+  // Spark asks for executors once its driver runs: a driver not running yet has none that run.
+  if (!hint.running) return { look: false, why: 'driver not running yet: nothing to do' };
+  if (remembered !== undefined && remembered.uid === hint.uid && remembered.optIn && !remembered.terminal) {
+    return { look: false, why: 'driver running, opted in as remembered: nothing to do' };
+  }
+  return { look: true, why: 'driver opted in (not remembered so): its running executors are looked at' };
+}

@@ -116,7 +116,7 @@ function advance(ctx: ReconcileContext, cursor: SweepCursor, namespace: string, 
 }
 
 /** Executor pods of a page: their slots are decided with their Services read first (so that existing ones are not created again). */
-async function reconcileExecutorPage(ctx: ReconcileContext, namespace: string, pods: readonly Pod[]): Promise<ServiceOutcome[]> {
+export async function reconcileExecutorPage(ctx: ReconcileContext, namespace: string, pods: readonly Pod[]): Promise<ServiceOutcome[]> {
   const facts: PodFact[] = [];
   const slots: SlotKey[] = [];
   for (const pod of pods) {
