@@ -231,6 +231,17 @@ describe('keeping: a running executor’s Service stays its own', () => {
     ['ours, right → verified', base, 'verified'],
     ['ours, right, everything remembered → verified without a read', { ...base, pods: [remembered(runningExecutor()), remembered(optedInDriver())], claimants: undefined, service: remembered(svc()) }, 'verified'],
     ['drifted port, executor read now → patched', { ...base, service: fresh(svc({ port: 7000 })) }, 'patched'],
+    // Issue 17, class 7: one port per executor incarnation, whatever each instance's BLOCK_MANAGER_PORT.
+    [
+      'port known only from this instance’s BLOCK_MANAGER_PORT (7080), the Service made with 7079 for this same executor → verified, never patched',
+      { ...base, pods: [fresh({ ...runningExecutor({ port: null }), port: { ok: true, port: 7080, source: 'default' } }), fresh(optedInDriver())] },
+      'verified',
+    ],
+    [
+      '… and a marked one is only unmarked, its port kept',
+      { ...base, pods: [fresh({ ...runningExecutor({ port: null }), port: { ok: true, port: 7080, source: 'default' } }), fresh(optedInDriver())], service: fresh(svc({ goneAt: '2026-12-03T11:58:00Z' })) },
+      'unmarked',
+    ],
     ['drifted port, executor only remembered → read it first', { ...base, pods: [remembered(runningExecutor()), fresh(optedInDriver())], service: fresh(svc({ port: 7000 })) }, `need pod:${EXEC.name}`],
     ['marked gone, executor runs (read now) → unmarked', { ...base, service: fresh(svc({ goneAt: '2026-12-03T11:58:00Z' })) }, 'unmarked'],
     [

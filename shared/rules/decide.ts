@@ -407,7 +407,12 @@ function upkeep(facts: Facts, slot: SlotFacts, service: ServiceFact, identity: S
   const report = (why: string): SlotDecision => ({ actions: [{ kind: 'report', slot, service: service.name, outcome: 'verified', why }] });
   const { port } = executor.fact;
   if (!port.ok) return marked ? { actions: [unmark(slot, service, 'executor runs')] } : report(`executor runs; ${port.reason}`);
-  const desired = desiredExecutorService(facts.namespace, identity, port.port);
+  // One port per executor incarnation (issue 17): a port this instance only knows from its own
+  // BLOCK_MANAGER_PORT is configuration, not a fact of the pod — during a rollout another
+  // instance has another — so the Service made for this very executor (same UID) keeps its own.
+  // A port the pod states (annotation, Spark's option) is a fact and is kept right.
+  const keptPort = port.source === 'default' && service.port !== undefined ? service.port : port.port;
+  const desired = desiredExecutorService(facts.namespace, identity, keptPort);
   if (desiredShape(desired) === service.shape) return marked ? { actions: [unmark(slot, service, 'executor runs')] } : report('executor runs; Service is right');
   if (!executor.fresh) return { needs: [{ kind: 'pod', name: identity.executor.name }] };
   const patch = shapePatch(desired, service.selectorKeys);
