@@ -121,7 +121,9 @@ const PART_OF: Readonly<Record<Step, Part>> = {
   'driver: delete': 'driver end',
 };
 /** Steps that change nothing the function reads: they must cost no API call (asserted). */
-const NO_OP_STEPS: ReadonlySet<Step> = new Set(['driver: add (Pending)', 'driver: update Running', 'update: scheduled', 'update: creating', 'update: running', 'update: ready', 'update: deletionTimestamp (still Running)']);
+// Issue 17: 'update: running' makes the Services (only a running executor claims its slot) and
+// 'driver: update Running' may be a late opt-in (its executors are looked at): neither is a no-op.
+const NO_OP_STEPS: ReadonlySet<Step> = new Set(['driver: add (Pending)', 'update: scheduled', 'update: creating', 'update: ready', 'update: deletionTimestamp (still Running)']);
 
 export interface EventRecord {
   readonly step: Step;
@@ -290,6 +292,7 @@ const containerStatus = (extra: object) => ({ name: 'spark-kubernetes-executor',
 
 type StatusStep = 'scheduled' | 'creating' | 'running' | 'ready';
 const STATUS_STEPS: readonly StatusStep[] = ['scheduled', 'creating', 'running', 'ready'];
+const RUNNING_STATUS_STEPS: readonly StatusStep[] = ['running', 'ready'];
 
 function statusPatch(step: StatusStep | 'failed', name: string, i: number): object {
   const started = { running: { startedAt: iso() } };
@@ -610,10 +613,13 @@ async function noopFixture(section: Section, emulator: EmulatorProcess, fn: Func
   try {
     const [created] = await emulator.seed([sparkDriverPod(namespace, seed)]);
     const driver = await emulator.call<PodBody>({ op: 'patch', resource: 'pods', namespace, name: created!.metadata.name, patch: { status: { phase: 'Running', podIP: '10.244.0.5' } } });
-    const pods = await emulator.seed(Array.from({ length: executors }, (_, i) => sparkExecutorPod(driver, i + 1)));
+    const seeded = await emulator.seed(Array.from({ length: executors }, (_, i) => sparkExecutorPod(driver, i + 1)));
+    // Running before their adds: only a running executor claims its slot (issue 17), and the
+    // snapshots replayed below are its running states (a Pending one replayed after it runs is stale).
+    const pods = await batch<PodBody>(emulator, seeded.map((p, i) => patchCmd(namespace, p.metadata.name, statusPatch('running', p.metadata.name, i + 1))));
     for (const p of pods) section.note(`${namespace} add`, await sender.send(adapterPodEvent('add', p)));
     const snapshots: PodBody[] = [];
-    for (const s of STATUS_STEPS) snapshots.push(...(await batch<PodBody>(emulator, pods.map((p, i) => patchCmd(namespace, p.metadata.name, statusPatch(s, p.metadata.name, i + 1))))));
+    for (const s of RUNNING_STATUS_STEPS) snapshots.push(...(await batch<PodBody>(emulator, pods.map((p, i) => patchCmd(namespace, p.metadata.name, statusPatch(s, p.metadata.name, i + 1))))));
     return snapshots;
   } finally {
     sender.close();

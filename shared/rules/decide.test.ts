@@ -164,7 +164,7 @@ describe('creating: only for an executor the API server shows running, with a ru
     ],
     // Issue 17 class 2: only a running executor claims its slot.
     ['executor Pending (not running yet) → nothing created', { ...base, pods: [fresh(runningExecutor({ phase: 'Pending' })), fresh(optedInDriver())] }, 'verified'],
-    ['executor Pending, Service not read → read it (as for no executor)', { ...base, service: undefined, pods: [fresh(runningExecutor({ phase: 'Pending' })), fresh(optedInDriver())] }, 'need service'],
+    ['executor Pending, Service not read → nothing to read either (its Service is made when it runs)', { ...base, service: undefined, pods: [fresh(runningExecutor({ phase: 'Pending' })), fresh(optedInDriver())] }, 'verified'],
     [
       'a running executor and a Pending copy claim the slot → the running one gets its Service',
       { ...base, pods: [fresh(runningExecutor()), fresh(runningExecutor({ name: 'copy', uid: 'copy', phase: 'Pending' })), fresh(optedInDriver())], claimants: fresh([EXEC.name, 'copy']) },

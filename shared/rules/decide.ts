@@ -234,13 +234,15 @@ function decideSlot(facts: Facts, slot: SlotFacts, rules: Rules, now: number): S
     const claimants = liveClaimants(facts, slot);
     if ('need' in claimants) return { needs: claimants.need };
     if (claimants.length === 0) {
-      // Nothing runs that could use a Service; whether one exists matters only if it does.
-      if (service === undefined) return { needs: [{ kind: 'service', slot }] };
       const waiting = slot.claimants!.value.filter((name) => {
         const pod = facts.pods.get(name)?.value;
         return pod !== undefined && pod !== 'absent' && !pod.terminal && !pod.running;
       });
+      // Not running yet (scheduling, pulling images): nothing to make, and nothing to read — a
+      // Service of an earlier executor of this slot is its own event's and the sweep's concern.
       if (waiting.length > 0) return report('verified', `no running executor: pod(s) ${waiting.slice(0, 3).join(', ')} not running yet (its Service is made when it runs)`);
+      // Nothing runs that could use a Service; whether one exists matters only if it does.
+      if (service === undefined) return { needs: [{ kind: 'service', slot }] };
       return report('verified', 'no Service and no running executor');
     }
     const decided = claimants.map((c) => eligibility(facts, c, rules, now));
