@@ -124,7 +124,9 @@ export function owedServices(pods: readonly Obj[], defaultPort: number | undefin
   const owed: Owed[] = [];
   for (const pod of pods) {
     const slot = executorSlot(pod);
-    if (slot === undefined || terminal(pod)) continue;
+    // Only a running executor claims its slot (phase Running, which only the kubelet sets): a
+    // Pending or unscheduled pod is owed no Service yet (issue 17).
+    if (slot === undefined || terminal(pod) || pod.status?.phase !== 'Running') continue;
     const driver = controllerPod(pod);
     const driverPod = livePod(byName, driver);
     if (driverPod === undefined || (!optedIn(pod) && !optedIn(driverPod))) continue;
@@ -273,7 +275,10 @@ export function expectedServices(executors: readonly Obj[], store: ObjectStore, 
     if (driverNow === undefined || (!optedIn(last) && !optedIn(driverNow))) continue;
     const port = blockManagerPort(last, defaultPort);
     if (port === undefined) continue;
-    const alive = livePod(now(last.metadata.name), { name: last.metadata.name, uid: last.metadata.uid ?? '' }) !== undefined;
+    const podNow = livePod(now(last.metadata.name), { name: last.metadata.name, uid: last.metadata.uid ?? '' });
+    const alive = podNow !== undefined;
+    // A live executor that does not run yet is owed nothing (issue 17); phases do not go back, so it never had a Service.
+    if (podNow !== undefined && podNow.status?.phase !== 'Running') continue;
     const name = executorServiceName(slot.appId, slot.execId);
     expected.set(`${namespace}/${name}`, {
       namespace,

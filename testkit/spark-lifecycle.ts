@@ -26,6 +26,8 @@ export const GRACEFUL_FINALIZER = 'bench.spark-exec-svc/graceful-termination';
 export type StatusStep = 'scheduled' | 'creating' | 'running' | 'ready';
 /** The status updates of a starting executor, in order: none changes anything the function reads but "running". */
 export const STATUS_STEPS: readonly StatusStep[] = ['scheduled', 'creating', 'running', 'ready'];
+/** The status steps of an executor that already runs (only a running executor claims its slot: issue 17). */
+export const RUNNING_STATUS_STEPS: readonly StatusStep[] = ['running', 'ready'];
 
 const iso = (): string => new Date().toISOString();
 const cond = (type: string, status: 'True' | 'False', reason?: string) => ({ type, status, lastProbeTime: null, lastTransitionTime: iso(), ...(reason === undefined ? {} : { reason }) });

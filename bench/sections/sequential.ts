@@ -40,7 +40,7 @@ import * as k8s from '@kubernetes/client-node';
 import { EXECUTOR_GONE_AT_ANNOTATION } from '../../shared/model/labels.ts';
 import { desiredExecutorService } from '../../shared/model/service-spec.ts';
 import { type AdapterEvent, AdapterSender, type Delivery, EventStream, nowUs, podEvent } from '../../testkit/apiserversource.ts';
-import { DRIVER_RUNNING_PATCH, DRIVER_SUCCEEDED_PATCH, GRACEFUL_FINALIZER, RELEASE_PATCH, STATUS_STEPS, executorStatusPatch } from '../../testkit/spark-lifecycle.ts';
+import { DRIVER_RUNNING_PATCH, DRIVER_SUCCEEDED_PATCH, GRACEFUL_FINALIZER, RELEASE_PATCH, RUNNING_STATUS_STEPS, STATUS_STEPS, executorStatusPatch } from '../../testkit/spark-lifecycle.ts';
 import { type ProfileSummary, summarizeProfile } from '../lib/cpuprofile.ts';
 import type { EmulatorCommand } from '../lib/emulator-child.ts';
 import { connectInspector } from '../lib/inspector.ts';
@@ -121,7 +121,9 @@ const PART_OF: Readonly<Record<Step, Part>> = {
   'driver: delete': 'driver end',
 };
 /** Steps that change nothing the function reads: they must cost no API call (asserted). */
-const NO_OP_STEPS: ReadonlySet<Step> = new Set(['driver: add (Pending)', 'driver: update Running', 'update: scheduled', 'update: creating', 'update: running', 'update: ready', 'update: deletionTimestamp (still Running)']);
+// Issue 17: 'update: running' makes the Services (only a running executor claims its slot) and
+// 'driver: update Running' may be a late opt-in (its executors are looked at): neither is a no-op.
+const NO_OP_STEPS: ReadonlySet<Step> = new Set(['driver: add (Pending)', 'update: scheduled', 'update: creating', 'update: ready', 'update: deletionTimestamp (still Running)']);
 
 export interface EventRecord {
   readonly step: Step;
@@ -556,10 +558,13 @@ async function noopFixture(section: Section, emulator: EmulatorProcess, fn: Func
   try {
     const [created] = await emulator.seed([realisticDriverPod(namespace, seed)]);
     const driver = await emulator.call<PodBody>({ op: 'patch', resource: 'pods', namespace, name: created!.metadata.name, patch: { status: { phase: 'Running', podIP: '10.244.0.5' } } });
-    const pods = await emulator.seed(Array.from({ length: executors }, (_, i) => realisticExecutorPod(driver, i + 1)));
+    const seeded = await emulator.seed(Array.from({ length: executors }, (_, i) => realisticExecutorPod(driver, i + 1)));
+    // Running before their adds: only a running executor claims its slot (issue 17), and the
+    // snapshots replayed below are its running states (a Pending one replayed after it runs is stale).
+    const pods = await batch<PodBody>(emulator, seeded.map((p, i) => patchCmd(namespace, p.metadata.name, executorStatusPatch('running', p.metadata.name, i + 1))));
     for (const p of pods) section.note(`${namespace} add`, await sender.send(podEvent('add', p)));
     const snapshots: PodBody[] = [];
-    for (const s of STATUS_STEPS) snapshots.push(...(await batch<PodBody>(emulator, pods.map((p, i) => patchCmd(namespace, p.metadata.name, executorStatusPatch(s, p.metadata.name, i + 1))))));
+    for (const s of RUNNING_STATUS_STEPS) snapshots.push(...(await batch<PodBody>(emulator, pods.map((p, i) => patchCmd(namespace, p.metadata.name, executorStatusPatch(s, p.metadata.name, i + 1))))));
     return snapshots;
   } finally {
     sender.close();

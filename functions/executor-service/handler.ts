@@ -4,7 +4,7 @@ import { InvalidEventError, parseFunctionEvent } from '../../shared/model/events
 import type { CloudEventLike } from '../../shared/model/events.ts';
 import type { KubeClient } from '../../shared/kube/client.ts';
 import { KubeApiError } from '../../shared/kube/errors.ts';
-import { DeadlineExceededError, defaultSleep, intercept, requestMetrics, retries } from '../../shared/kube/middleware.ts';
+import { DeadlineExceededError, defaultSleep, intercept, requestMetrics, retries, skippedItems } from '../../shared/kube/middleware.ts';
 import type { Logger } from '../../shared/ops/log.ts';
 import type { Metrics } from '../../shared/ops/metrics.ts';
 import { reconcileEvent } from '../../shared/triggers/route.ts';
@@ -59,7 +59,12 @@ export async function handleEvent(deps: HandlerDeps, event: CloudEventLike, subj
         deps.log.debug('retrying API call', { ...fields, attempt, delayMs: Math.round(delayMs), status: error.status, reason: error.reason });
       },
     });
-    const client = intercept(deps.client, retryUnderDeadline, requestMetrics(deps.metrics));
+    // Items a list could not read: skipped, counted and logged once per answer.
+    const reportSkipped = skippedItems((resource, namespace, item) => {
+      deps.metrics.recordSkippedListItem(resource);
+      deps.log.warn('list item skipped', { ...fields, resource, namespace, item: item.name, reason: item.reason });
+    });
+    const client = intercept(deps.client, retryUnderDeadline, requestMetrics(deps.metrics), reportSkipped);
     const result = await reconcileEvent({ client, config: deps.config, now, log: deps.log, facts: deps.caches.facts }, parsed, deps.caches.sweepCursor);
     handled = { status: 200, result, reply: () => replyFor(event, result) };
     deps.metrics.recordServiceOutcomes(isSweep ? 'sweep' : 'event', result.outcomes);

@@ -250,9 +250,12 @@ export class FactView {
     const order = this.order.next();
     // What a list shows held at some moment after it began: that moment is all it proves.
     const at = this.now();
+    let complete = true;
     await forEachPage(
       (token) => this.ctx.client.listPods(this.namespace, selector, this.ctx.config.sweepPageSize, token),
-      (items) => {
+      (items, page) => {
+        // An item it could not read may be any of these slots' pods: such a list proves nothing absent.
+        if (page.skipped.length > 0) complete = false;
         for (const item of items) {
           const fact = podFact(item, this.ctx.config.defaultBlockManagerPort);
           if (fact?.execId === undefined) continue;
@@ -262,7 +265,7 @@ export class FactView {
       },
     );
     for (const [execId, names] of byExec) {
-      this.claimants.set(slotKey({ appId, execId }), { value: names, at, fresh: true, order });
+      this.claimants.set(slotKey({ appId, execId }), complete ? { value: names, at, fresh: true, order } : remembered(names, at));
       // An empty list is a negative fact: never remembered.
       if (names.length > 0) this.ctx.facts.claimants.set(slotCacheKey(this.namespace, appId, execId), { value: names, at });
       else this.ctx.facts.claimants.delete(slotCacheKey(this.namespace, appId, execId));
@@ -307,8 +310,8 @@ export class FactView {
       let count = 0;
       await forEachPage(
         (token) => this.ctx.client.listServices(this.namespace, OUR_SERVICES_SELECTOR, this.ctx.config.sweepPageSize, token),
-        (items) => {
-          count += items.length;
+        (items, page) => {
+          count += items.length + page.skipped.length;
         },
       );
       return count;

@@ -8,6 +8,17 @@ export interface Page<T> {
   readonly items: T[];
   /** Opaque token for the next page; undefined on the last page. */
   readonly continueToken: string | undefined;
+  /**
+   * Items of the page that could not be read as what they should be, each with why: left out of
+   * `items`, never fatal to the rest. A page that skipped any is not a complete list.
+   */
+  readonly skipped: readonly SkippedItem[];
+}
+
+export interface SkippedItem {
+  /** Its metadata.name when it has a readable one (bounded), for the log line. */
+  readonly name: string | undefined;
+  readonly reason: string;
 }
 
 export type CreateResult = { readonly outcome: 'created'; readonly service: Service } | { readonly outcome: 'exists' };
@@ -219,10 +230,32 @@ function parseObject<T>(schema: z.ZodType<T>, value: unknown, call: CallDescript
   return parsed.data;
 }
 
+/**
+ * A list answer whose envelope cannot be read fails as a whole; an item that cannot be read is
+ * skipped with its reason and the rest of the page is used (one pod that anyone may create must
+ * not make every list holding it fail).
+ */
 function parsePage<T>(schema: z.ZodType<T>, value: unknown, call: CallDescription): Page<T> {
   const list = parseObject(ListBody, value, call);
   const items: T[] = [];
-  for (const item of list.items) items.push(parseObject(schema, item, call));
+  const skipped: SkippedItem[] = [];
+  for (const item of list.items) {
+    const parsed = schema.safeParse(item);
+    if (parsed.success) items.push(parsed.data);
+    else skipped.push({ name: itemName(item), reason: describeIssue(parsed.error.issues[0]) });
+  }
   const token = list.metadata?._continue;
-  return { items, continueToken: token === null || token === undefined || token === '' ? undefined : token };
+  return { items, skipped, continueToken: token === null || token === undefined || token === '' ? undefined : token };
+}
+
+const ItemName = z.looseObject({ metadata: z.looseObject({ name: z.string() }) });
+
+function itemName(item: unknown): string | undefined {
+  const named = ItemName.safeParse(item);
+  return named.success ? named.data.metadata.name.slice(0, 253) : undefined;
+}
+
+function describeIssue(issue: z.core.$ZodIssue | undefined): string {
+  if (issue === undefined) return 'unreadable item';
+  return `${issue.path.map(String).join('.').slice(0, 120)}: ${issue.message.slice(0, 200)}`;
 }

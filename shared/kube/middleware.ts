@@ -8,7 +8,7 @@
  */
 import type { ServiceBody } from '../model/service-spec.ts';
 import { type CallDescription, KubeApiError } from './errors.ts';
-import { type CreateResult, type DeleteResult, type KubeClient, sendsRequest } from './client.ts';
+import { type CreateResult, type DeleteResult, type KubeClient, type Page, type SkippedItem, sendsRequest } from './client.ts';
 
 export type KubeVerb = CallDescription['verb'];
 export type KubeResource = CallDescription['resource'];
@@ -19,6 +19,8 @@ export interface KubeCall<T> extends CallDescription {
   readonly sent: boolean;
   /** The client turns some answers into values (404 → undefined, 409 → 'exists'…): the code the API server sent. */
   readonly codeOf: (value: T) => string;
+  /** A list's items that could not be read (shared/kube/client.ts: Page.skipped); none for other calls. */
+  readonly skippedOf: (value: T) => readonly SkippedItem[];
 }
 
 export type Layer = <T>(call: KubeCall<T>, send: () => Promise<T>) => Promise<T>;
@@ -29,15 +31,24 @@ export function intercept(client: KubeClient, ...layers: readonly Layer[]): Kube
     layers.reduceRight<() => Promise<T>>((inner, layer) => () => layer(call, inner), send)();
   const found = (value: unknown): string => (value === undefined ? '404' : '200');
   const listed = (): string => '200';
-  const at = <T>(verb: KubeVerb, resource: KubeResource, namespace: string, name: string | undefined, codeOf: (value: T) => string): KubeCall<T> => {
+  const none = (): readonly SkippedItem[] => [];
+  const at = <T>(
+    verb: KubeVerb,
+    resource: KubeResource,
+    namespace: string,
+    name: string | undefined,
+    codeOf: (value: T) => string,
+    skippedOf: (value: T) => readonly SkippedItem[] = none,
+  ): KubeCall<T> => {
     const call = { verb, resource, namespace, name };
-    return { ...call, sent: sendsRequest(call), codeOf };
+    return { ...call, sent: sendsRequest(call), codeOf, skippedOf };
   };
+  const skippedOf = (page: Page<unknown>): readonly SkippedItem[] => page.skipped;
   return {
     readPod: (ns, name) => run(at('get', 'pods', ns, name, found), () => client.readPod(ns, name)),
-    listPods: (ns, selector, limit, token) => run(at('list', 'pods', ns, undefined, listed), () => client.listPods(ns, selector, limit, token)),
+    listPods: (ns, selector, limit, token) => run(at('list', 'pods', ns, undefined, listed, skippedOf), () => client.listPods(ns, selector, limit, token)),
     readService: (ns, name) => run(at('get', 'services', ns, name, found), () => client.readService(ns, name)),
-    listServices: (ns, selector, limit, token) => run(at('list', 'services', ns, undefined, listed), () => client.listServices(ns, selector, limit, token)),
+    listServices: (ns, selector, limit, token) => run(at('list', 'services', ns, undefined, listed, skippedOf), () => client.listServices(ns, selector, limit, token)),
     createService: (body: ServiceBody) =>
       run(at<CreateResult>('create', 'services', body.metadata.namespace, undefined, (r) => (r.outcome === 'created' ? '201' : '409')), () => client.createService(body)),
     patchService: (ns, name, patch) =>
@@ -87,6 +98,20 @@ export function requestMetrics(recorder: RequestRecorder, clock: () => number = 
 
 export function withRequestMetrics(client: KubeClient, recorder: RequestRecorder, clock?: () => number): KubeClient {
   return intercept(client, requestMetrics(recorder, clock));
+}
+
+// ---- items a list could not read
+
+/** Where list items that could not be read are reported (shared/ops/metrics.ts: Metrics, and the log). */
+export type SkippedItemReporter = (resource: KubeResource, namespace: string, item: SkippedItem) => void;
+
+/** Reports every item a list answer skipped (each attempt's answer once: put it inside the retries). */
+export function skippedItems(report: SkippedItemReporter): Layer {
+  return async (call, send) => {
+    const value = await send();
+    for (const item of call.skippedOf(value)) report(call.resource, call.namespace, item);
+    return value;
+  };
 }
 
 // ---- retries

@@ -6,12 +6,12 @@ import type { Page } from './client.ts';
  */
 export async function forEachPage<T>(
   fetchPage: (continueToken: string | undefined) => Promise<Page<T>>,
-  visit: (items: T[]) => Promise<void> | void,
+  visit: (items: T[], page: Page<T>) => Promise<void> | void,
 ): Promise<void> {
   let token: string | undefined;
   do {
     const page = await fetchPage(token);
-    await visit(page.items);
+    await visit(page.items, page);
     token = page.continueToken;
   } while (token !== undefined);
 }

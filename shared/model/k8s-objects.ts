@@ -42,21 +42,40 @@ export const Annotations = z.record(z.string(), z.string());
 const Timestamp = z.union([z.string(), z.date()]);
 
 /**
- * UIDs are RFC 4122 strings of 36 characters as the API server makes them; 128 leaves room for
- * anything a conformant server could hand out, and keeps hostile input from growing what the
- * function remembers.
+ * An object's own UID is made by the API server (a RFC 4122 UUID of 36 characters,
+ * FillObjectMetaSystemFields in k8s.io/apiserver); 128 leaves room for anything a conformant
+ * server could hand out.
  */
-const Uid = z.string().min(1).max(128);
+export const MAX_OBJECT_UID = 128;
+const Uid = z.string().min(1).max(MAX_OBJECT_UID);
 
+/**
+ * Kubernetes asks of an owner reference only a non-empty apiVersion version, kind, name and uid
+ * (k8s.io/apimachinery pkg/api/validation/objectmeta.go, validateOwnerReference): no length, no
+ * format. So nothing more is asked here — a list holding a pod whose owner UID is 200 characters
+ * long is an ordinary list — and what the function keeps of a reference is bounded where it is
+ * kept (model/spark-pod.ts, model/service-spec.ts: `podRefOf`).
+ */
 export const OwnerReference = z.looseObject({
-  apiVersion: z.string().max(253),
-  kind: z.string().max(63),
-  name: z.string().max(253),
-  uid: Uid,
-  controller: z.boolean().optional(),
-  blockOwnerDeletion: z.boolean().optional(),
+  apiVersion: z.string(),
+  kind: z.string(),
+  name: z.string(),
+  uid: z.string(),
+  controller: z.boolean().nullish(),
+  blockOwnerDeletion: z.boolean().nullish(),
 });
 export type OwnerReference = z.infer<typeof OwnerReference>;
+
+/**
+ * The pod an owner reference names, when a pod can be it: a v1 Pod reference whose name is a
+ * pod name and whose UID one the API server could have made. Any other reference names no pod
+ * that exists; it is not kept (so a hostile reference cannot grow what the function remembers).
+ */
+export function podRefOf(ref: OwnerReference): { readonly name: string; readonly uid: string } | undefined {
+  if (ref.apiVersion !== 'v1' || ref.kind !== 'Pod') return undefined;
+  if (ref.uid.length === 0 || ref.uid.length > MAX_OBJECT_UID || !ObjectName.safeParse(ref.name).success) return undefined;
+  return { name: ref.name, uid: ref.uid };
+}
 
 const ObjectMeta = z.looseObject({
   name: ObjectName,

@@ -1,4 +1,4 @@
-import type { Service } from './k8s-objects.ts';
+import { type Service, podRefOf } from './k8s-objects.ts';
 import {
   BLOCK_MANAGER_PORT_NAME,
   DRIVER_POD_ANNOTATION,
@@ -119,8 +119,8 @@ export function serviceFact(service: Service): ServiceFact | undefined {
   const { name, uid, resourceVersion } = service.metadata;
   if (uid === undefined || resourceVersion === undefined) return undefined;
   const owners = service.metadata.ownerReferences ?? [];
-  const ours =
-    service.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY_VALUE && owners.length <= 1 && owners.every((o) => o.apiVersion === 'v1' && o.kind === 'Pod');
+  // An owner reference that can name no pod (podRefOf) was not written by us: not ours either.
+  const ours = service.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY_VALUE && owners.length <= 1 && owners.every((o) => podRefOf(o) !== undefined);
   const labels = service.metadata.labels ?? {};
   const annotations = service.metadata.annotations ?? {};
   const appId = labels[SPARK_APP_ID_LABEL];
@@ -129,8 +129,8 @@ export function serviceFact(service: Service): ServiceFact | undefined {
     appId !== undefined && execId !== undefined && isSparkExecutorId(execId) && name === executorServiceName(appId, execId) ? { appId, execId } : undefined;
   const executorName = annotations[EXECUTOR_POD_ANNOTATION];
   const executorUid = annotations[EXECUTOR_UID_ANNOTATION];
-  const executor = executorName !== undefined && executorUid !== undefined ? { name: executorName, uid: executorUid } : undefined;
-  const owner = owners[0] === undefined ? undefined : { name: owners[0].name, uid: owners[0].uid };
+  const executor = executorName !== undefined && executorUid !== undefined ? podRefOf({ apiVersion: 'v1', kind: 'Pod', name: executorName, uid: executorUid }) : undefined;
+  const owner = owners[0] === undefined ? undefined : podRefOf(owners[0]);
   return {
     name,
     uid,

@@ -1,5 +1,5 @@
 import { type PortResolution, resolveBlockManagerPort } from './block-manager-port.ts';
-import type { Pod } from './k8s-objects.ts';
+import { type Pod, podRefOf } from './k8s-objects.ts';
 import {
   OPT_IN_KEY,
   SPARK_APP_ID_LABEL,
@@ -36,6 +36,13 @@ export interface PodFact {
   readonly resourceVersion: string | undefined;
   /** Phase Succeeded or Failed: the pod never runs again (its UID is gone for good). */
   readonly terminal: boolean;
+  /**
+   * Phase Running: the kubelet started its containers. Only a running executor claims its slot
+   * (gets a Service, or keeps another pod from getting one): the phase is written by the kubelet
+   * through pods/status, which a tenant who may only create pods cannot write, while a Pending pod
+   * costs nothing. Not running is not gone: a Service's recorded executor is kept until terminal.
+   */
+  readonly running: boolean;
   /** deletionTimestamp set: shutting down, but still running (and serving blocks) until terminal or absent. */
   readonly deleting: boolean;
   readonly role: 'executor' | 'driver' | undefined;
@@ -64,6 +71,7 @@ export function podFact(pod: Pod, defaultPort: number | undefined): PodFact | un
     uid,
     resourceVersion: pod.metadata.resourceVersion,
     terminal: phase === 'Succeeded' || phase === 'Failed',
+    running: phase === 'Running',
     deleting: (pod.metadata.deletionTimestamp ?? null) !== null,
     role,
     appId,
@@ -74,10 +82,13 @@ export function podFact(pod: Pod, defaultPort: number | undefined): PodFact | un
   };
 }
 
-/** Spark makes the driver pod the executor's controller owner (BasicExecutorFeatureStep). */
+/**
+ * Spark makes the driver pod the executor's controller owner (BasicExecutorFeatureStep). A
+ * controller reference that can name no pod (podRefOf) leaves the executor without a driver.
+ */
 function controllerPodOf(pod: Pod): PodRef | undefined {
   const owner = (pod.metadata.ownerReferences ?? []).find((ref) => ref.kind === 'Pod' && ref.apiVersion === 'v1' && ref.controller === true);
-  return owner === undefined ? undefined : { name: owner.name, uid: owner.uid };
+  return owner === undefined ? undefined : podRefOf(owner);
 }
 
 /** Why a pod event cannot be about an executor slot; undefined when it names one. */

@@ -111,6 +111,7 @@ export class Metrics {
   readonly kubeRequests: Counter<'verb' | 'resource' | 'code'>;
   readonly kubeRequestDuration: Histogram<'verb' | 'resource'>;
   readonly kubeRetries: Counter<'code'>;
+  readonly listItemsSkipped: Counter<'resource'>;
   readonly sweepRuns: Counter<'result'>;
   readonly sweepDuration: Histogram;
   readonly sweepRepairs: Counter<'kind'>;
@@ -175,6 +176,12 @@ export class Metrics {
       name: `${METRIC_PREFIX}kube_retries_total`,
       help: 'Kubernetes API requests retried inside an event, by the code of the failed attempt.',
       labelNames: ['code'],
+      registers,
+    });
+    this.listItemsSkipped = new Counter({
+      name: `${METRIC_PREFIX}list_items_skipped_total`,
+      help: 'Items of Kubernetes API list answers that could not be read (each logged with its name and reason), by resource: skipped, the rest of the page used.',
+      labelNames: ['resource'],
       registers,
     });
     this.sweepRuns = new Counter({
@@ -323,6 +330,10 @@ export class Metrics {
   recordRetry(error: KubeApiError): void {
     this.retries++;
     this.kubeRetries.inc({ code: kubeCodeLabel(error) });
+  }
+
+  recordSkippedListItem(resource: KubeResource): void {
+    this.listItemsSkipped.inc({ resource });
   }
 
   recordKubeRequest(verb: KubeVerb, resource: KubeResource, code: string, seconds: number): void {

@@ -162,6 +162,30 @@ describe('creating: only for an executor the API server shows running, with a ru
       { ...base, pods: [fresh(runningExecutor()), fresh(runningExecutor({ name: 'copy', uid: 'copy' })), fresh(optedInDriver())], claimants: fresh([EXEC.name, 'copy']) },
       'conflict',
     ],
+    // Issue 17 class 2: only a running executor claims its slot.
+    ['executor Pending (not running yet) → nothing created', { ...base, pods: [fresh(runningExecutor({ phase: 'Pending' })), fresh(optedInDriver())] }, 'verified'],
+    ['executor Pending, Service not read → nothing to read either (its Service is made when it runs)', { ...base, service: undefined, pods: [fresh(runningExecutor({ phase: 'Pending' })), fresh(optedInDriver())] }, 'verified'],
+    [
+      'a running executor and a Pending copy claim the slot → the running one gets its Service',
+      { ...base, pods: [fresh(runningExecutor()), fresh(runningExecutor({ name: 'copy', uid: 'copy', phase: 'Pending' })), fresh(optedInDriver())], claimants: fresh([EXEC.name, 'copy']) },
+      'create',
+    ],
+    [
+      'a running executor and Pending copies owned by another pod → the running one gets its Service',
+      {
+        ...base,
+        pods: [
+          fresh(runningExecutor()),
+          fresh(runningExecutor({ name: 'copy-1', uid: 'c1', phase: 'Pending', owner: { name: 'tenant', uid: 't' } })),
+          fresh(runningExecutor({ name: 'copy-2', uid: 'c2', phase: 'Pending' })),
+          fresh(optedInDriver()),
+          fresh(pod({ name: 'tenant', uid: 't', role: 'driver', optIn: true })),
+        ],
+        claimants: fresh([EXEC.name, 'copy-1', 'copy-2']),
+      },
+      'create',
+    ],
+    ['executor phase Unknown (node lost) → nothing created (a Service made before stays: marking rows)', { ...base, pods: [fresh(runningExecutor({ phase: 'Unknown' })), fresh(optedInDriver())] }, 'verified'],
     ['executor remembered for longer than the TTL → read it', { ...base, pods: [remembered(runningExecutor(), 20_000), fresh(optedInDriver())] }, `need pod:${EXEC.name}`],
     ['executor remembered within the TTL → create', { ...base, pods: [remembered(runningExecutor(), 5_000), remembered(optedInDriver(), 5_000)] }, 'create'],
     ['driver remembered for longer than the TTL → read it', { ...base, pods: [fresh(runningExecutor()), remembered(optedInDriver(), 20_000)] }, `need pod:${DRIVER.name}`],
@@ -207,6 +231,17 @@ describe('keeping: a running executor’s Service stays its own', () => {
     ['ours, right → verified', base, 'verified'],
     ['ours, right, everything remembered → verified without a read', { ...base, pods: [remembered(runningExecutor()), remembered(optedInDriver())], claimants: undefined, service: remembered(svc()) }, 'verified'],
     ['drifted port, executor read now → patched', { ...base, service: fresh(svc({ port: 7000 })) }, 'patched'],
+    // Issue 17, class 7: one port per executor incarnation, whatever each instance's BLOCK_MANAGER_PORT.
+    [
+      'port known only from this instance’s BLOCK_MANAGER_PORT (7080), the Service made with 7079 for this same executor → verified, never patched',
+      { ...base, pods: [fresh({ ...runningExecutor({ port: null }), port: { ok: true, port: 7080, source: 'default' } }), fresh(optedInDriver())] },
+      'verified',
+    ],
+    [
+      '… and a marked one is only unmarked, its port kept',
+      { ...base, pods: [fresh({ ...runningExecutor({ port: null }), port: { ok: true, port: 7080, source: 'default' } }), fresh(optedInDriver())], service: fresh(svc({ goneAt: '2026-12-03T11:58:00Z' })) },
+      'unmarked',
+    ],
     ['drifted port, executor only remembered → read it first', { ...base, pods: [remembered(runningExecutor()), fresh(optedInDriver())], service: fresh(svc({ port: 7000 })) }, `need pod:${EXEC.name}`],
     ['marked gone, executor runs (read now) → unmarked', { ...base, service: fresh(svc({ goneAt: '2026-12-03T11:58:00Z' })) }, 'unmarked'],
     [
@@ -292,6 +327,16 @@ describe('marking and ending: only for an executor verified gone', () => {
       'a running pod with the same driver carries the labels (tenant copy) → kept, conflict reported',
       { ...gone, pods: [absentPod(EXEC.name), fresh(runningExecutor({ name: 'copy', uid: 'c' })), fresh(optedInDriver())], claimants: fresh(['copy']) },
       'conflict',
+    ],
+    [
+      'issue 17: a Pending pod with the same driver carries the labels → it keeps nothing: marked gone',
+      { ...gone, pods: [absentPod(EXEC.name), fresh(runningExecutor({ name: 'copy', uid: 'c', phase: 'Pending' })), fresh(optedInDriver())], claimants: fresh(['copy']) },
+      'marked-gone',
+    ],
+    [
+      'issue 17: the recorded executor itself is Pending (never gone: not terminal) → kept, never marked',
+      { ...gone, pods: [fresh(runningExecutor({ phase: 'Pending' })), fresh(optedInDriver())], claimants: fresh([EXEC.name]) },
+      'verified',
     ],
     [
       '… and a mark already there is removed',

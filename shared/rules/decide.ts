@@ -172,7 +172,11 @@ interface Claimant {
   readonly fresh: boolean;
 }
 
-/** Live pods carrying the slot's labels; undefined when they have not been listed. */
+/**
+ * Running pods carrying the slot's labels: the ones that claim it; undefined when they have not
+ * been listed. A Pending pod claims nothing — it neither gets a Service nor keeps anyone from
+ * one, nor keeps a gone executor's Service — whoever made it: only the kubelet makes a pod run.
+ */
 function liveClaimants(facts: Facts, slot: SlotFacts): Claimant[] | { need: Need[] } {
   if (slot.claimants === undefined) return { need: [{ kind: 'claimants', slot }] };
   const live: Claimant[] = [];
@@ -184,7 +188,7 @@ function liveClaimants(facts: Facts, slot: SlotFacts): Claimant[] | { need: Need
       continue;
     }
     const pod = seen.value;
-    if (pod === 'absent' || pod.terminal || pod.appId !== slot.appId || pod.execId !== slot.execId) continue;
+    if (pod === 'absent' || pod.terminal || !pod.running || pod.appId !== slot.appId || pod.execId !== slot.execId) continue;
     live.push({ pod, at: seen.at, fresh: seen.fresh });
   }
   return need.length > 0 ? { need } : live;
@@ -230,6 +234,13 @@ function decideSlot(facts: Facts, slot: SlotFacts, rules: Rules, now: number): S
     const claimants = liveClaimants(facts, slot);
     if ('need' in claimants) return { needs: claimants.need };
     if (claimants.length === 0) {
+      const waiting = slot.claimants!.value.filter((name) => {
+        const pod = facts.pods.get(name)?.value;
+        return pod !== undefined && pod !== 'absent' && !pod.terminal && !pod.running;
+      });
+      // Not running yet (scheduling, pulling images): nothing to make, and nothing to read — a
+      // Service of an earlier executor of this slot is its own event's and the sweep's concern.
+      if (waiting.length > 0) return report('verified', `no running executor: pod(s) ${waiting.slice(0, 3).join(', ')} not running yet (its Service is made when it runs)`);
       // Nothing runs that could use a Service; whether one exists matters only if it does.
       if (service === undefined) return { needs: [{ kind: 'service', slot }] };
       return report('verified', 'no Service and no running executor');
@@ -398,7 +409,12 @@ function upkeep(facts: Facts, slot: SlotFacts, service: ServiceFact, identity: S
   const report = (why: string): SlotDecision => ({ actions: [{ kind: 'report', slot, service: service.name, outcome: 'verified', why }] });
   const { port } = executor.fact;
   if (!port.ok) return marked ? { actions: [unmark(slot, service, 'executor runs')] } : report(`executor runs; ${port.reason}`);
-  const desired = desiredExecutorService(facts.namespace, identity, port.port);
+  // One port per executor incarnation (issue 17): a port this instance only knows from its own
+  // BLOCK_MANAGER_PORT is configuration, not a fact of the pod — during a rollout another
+  // instance has another — so the Service made for this very executor (same UID) keeps its own.
+  // A port the pod states (annotation, Spark's option) is a fact and is kept right.
+  const keptPort = port.source === 'default' && service.port !== undefined ? service.port : port.port;
+  const desired = desiredExecutorService(facts.namespace, identity, keptPort);
   if (desiredShape(desired) === service.shape) return marked ? { actions: [unmark(slot, service, 'executor runs')] } : report('executor runs; Service is right');
   if (!executor.fresh) return { needs: [{ kind: 'pod', name: identity.executor.name }] };
   const patch = shapePatch(desired, service.selectorKeys);

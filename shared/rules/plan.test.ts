@@ -16,7 +16,7 @@ import { describe, expect, it } from 'vitest';
 import type { ServiceFact } from '../model/service-spec.ts';
 import type { PodFact } from '../model/spark-pod.ts';
 import type { Observation } from './observation.ts';
-import { type ExecutorPlan, type RememberedNearby, markedButHintedRunning, planExecutorEvent } from './plan.ts';
+import { type ExecutorPlan, type RememberedNearby, driverOptInLook, markedButHintedRunning, planExecutorEvent } from './plan.ts';
 
 const APP = 'spark-a1';
 const NOW = 1_000_000;
@@ -28,6 +28,7 @@ function executor(execId: string, extra: Partial<PodFact> = {}): PodFact {
     uid: `uid-exec-${execId}`,
     resourceVersion: '1',
     terminal: false,
+    running: true,
     deleting: false,
     role: 'executor',
     appId: APP,
@@ -100,6 +101,13 @@ const ROWS: readonly Row[] = [
     pod: executor('8', { deleting: true, resourceVersion: '9' }),
     remembered: { pod: executor('8'), service: eight },
     want: { slots: ['8'], services: true, podsReadAfresh: [], claimantListTrusted: true, window: 31, shareLists: true },
+  },
+  {
+    name: 'issue 17: the update that says a remembered Pending executor now runs disagrees (only then does it claim its slot): read afresh',
+    says: 'runs',
+    pod: executor('8'),
+    remembered: { pod: executor('8', { running: false }) },
+    want: { slots: ['8'], services: true, podsReadAfresh: ['exec-8'], claimantListTrusted: false, window: 31, shareLists: true },
   },
   {
     name: 'an update with another UID than remembered (a new pod of that name): the pod is read afresh, its list too',
@@ -228,5 +236,25 @@ describe('a sweep page that shows a marked Service’s executor running', () => 
   it.each(rows)('%s', (_name, service, pod, want) => {
     const pods = new Map(pod === undefined ? [] : [['exec-8', pod] as const]);
     expect(markedButHintedRunning([service], pods)).toEqual(want);
+  });
+});
+
+/**
+ * Issue 17, class 6: opt-in changes are events too. "A driver whose opt-in changes has its
+ * application's executors looked at" — judged against what the process remembers of the driver
+ * (the event carries only the new object); opting out needs no look (opt-in only gates creating).
+ */
+describe('a driver event that says it runs: are its executors looked at (a late opt-in)?', () => {
+  const driver = (extra: Partial<PodFact> = {}): PodFact => executor('0', { name: 'drv', uid: 'uid-drv', role: 'driver', execId: undefined, controllerPod: undefined, ...extra });
+  it.each<[string, PodFact, PodFact | undefined, 'label' | 'all', boolean]>([
+    ['opted in now, remembered not opted in (kubectl label … enabled=true) → look', driver(), driver({ optIn: false }), 'label', true],
+    ['opted in now, nothing remembered (a new process cannot tell) → look', driver(), undefined, 'label', true],
+    ['opted in now, remembered opted in → no look (status churn)', driver(), driver(), 'label', false],
+    ['opted in now, remembered opted in under another UID (a new driver of that name) → look', driver(), driver({ uid: 'uid-old' }), 'label', true],
+    ['not opted in now (opted out, or never) → no look', driver({ optIn: false }), driver(), 'label', false],
+    ['opted in but not running yet (Spark makes executors once the driver runs) → no look', driver({ running: false }), undefined, 'label', false],
+    ['OPT_IN_MODE=all: labels do not matter → no look', driver(), driver({ optIn: false }), 'all', false],
+  ])('%s', (_name, hint, remembered, mode, look) => {
+    expect(driverOptInLook(hint, remembered, mode).look).toBe(look);
   });
 });

@@ -148,13 +148,15 @@ function endedPeers(slot: SlotKey, remembered: RememberedNearby, now: number): {
 
 /**
  * Same pod, and nothing the rules read differs: status churn, Spark's own label updates and the
- * start of a graceful deletion (a pod being deleted still runs) do not count (kubernetes'
+ * start of a graceful deletion (a pod being deleted still runs) do not count; the start of its
+ * containers (Pending → Running: only then does it claim its slot) does (kubernetes'
  * endpointslice util PodChanged asks the same question for endpoints).
  */
 export function samePodFact(a: PodFact, b: PodFact): boolean {
   return (
     a.uid === b.uid &&
     a.terminal === b.terminal &&
+    a.running === b.running &&
     a.appId === b.appId &&
     a.execId === b.execId &&
     a.optIn === b.optIn &&
@@ -183,4 +185,24 @@ export function markedButHintedRunning(
     if (hinted !== undefined && !hinted.fresh && hinted.value !== 'absent' && hinted.value.uid === uid && !hinted.value.terminal) names.push(name);
   }
   return names;
+}
+
+/**
+ * A driver event that says the driver runs. Its executors are looked at when it may have just
+ * opted in (`kubectl label pod <driver> spark-exec-svc/enabled=true`): running executors send no
+ * more events, so without a look they would wait for the sweep. The event carries only the new
+ * object, so "just opted in" is judged against what the process remembers of the driver (read,
+ * never heard): opted in now, and not remembered opted in under this UID. A process that
+ * remembers nothing looks (its look reads the driver, which it then remembers). Opting out needs
+ * no look: opt-in only gates creating. With OPT_IN_MODE=all labels do not matter.
+ */
+export function driverOptInLook(hint: PodFact, remembered: PodFact | undefined, optInMode: 'label' | 'all'): { readonly look: boolean; readonly why: string } {
+  if (optInMode === 'all') return { look: false, why: 'driver running: nothing to do (OPT_IN_MODE=all)' };
+  if (!hint.optIn) return { look: false, why: 'driver running, not opted in: nothing to do' };
+  // Spark asks for executors once its driver runs: a driver not running yet has none that run.
+  if (!hint.running) return { look: false, why: 'driver not running yet: nothing to do' };
+  if (remembered !== undefined && remembered.uid === hint.uid && remembered.optIn && !remembered.terminal) {
+    return { look: false, why: 'driver running, opted in as remembered: nothing to do' };
+  }
+  return { look: true, why: 'driver opted in (not remembered so): its running executors are looked at' };
 }

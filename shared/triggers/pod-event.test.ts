@@ -75,7 +75,7 @@ class FakeApi implements KubeClient {
   }
   async listPods(_ns: string, selector: string): Promise<Page<Pod>> {
     this.requests.push('list pods');
-    return { items: [...this.pods.values()].filter((p) => matches(p.metadata.labels, selector)), continueToken: undefined };
+    return { items: [...this.pods.values()].filter((p) => matches(p.metadata.labels, selector)), continueToken: undefined, skipped: [] };
   }
   async readService(_ns: string, name: string): Promise<Service | undefined> {
     this.requests.push(`get services ${name}`);
@@ -83,7 +83,7 @@ class FakeApi implements KubeClient {
   }
   async listServices(_ns: string, selector: string): Promise<Page<Service>> {
     this.requests.push('list services');
-    return { items: [...this.services.values()].filter((s) => matches(s.metadata.labels, selector)), continueToken: undefined };
+    return { items: [...this.services.values()].filter((s) => matches(s.metadata.labels, selector)), continueToken: undefined, skipped: [] };
   }
   async createService(body: ServiceBody): Promise<{ outcome: 'created'; service: Service } | { outcome: 'exists' }> {
     this.requests.push(`create services ${body.metadata.name}`);
@@ -213,9 +213,26 @@ const ROWS: readonly Row[] = [
     headline: 'deleted',
   },
   {
-    name: 'a running driver’s event: nothing to do',
+    // Issue 17, class 6: a driver opted in late sends an update; a process that remembers nothing
+    // of it cannot tell a late opt-in from status churn, so its running executors are looked at.
+    name: 'a running, opted-in driver’s update in a process that remembers nothing of it: its running executors are looked at → the missing Service made',
     world: [driver(), executor('1')],
     event: { verb: 'update', pod: driver() },
+    writes: [`create ${svc('1')}`],
+    headline: 'created',
+  },
+  {
+    name: 'a running driver’s update, remembered opted in (read for its executor’s add): nothing to do',
+    world: [driver(), executor('1')],
+    before: [{ verb: 'add', pod: executor('1') }],
+    event: { verb: 'update', pod: driver() },
+    writes: [],
+    headline: 'ignored',
+  },
+  {
+    name: 'a driver not running yet: nothing to do',
+    world: [driver('Pending'), executor('1', { phase: 'Pending' })],
+    event: { verb: 'add', pod: driver('Pending') },
     writes: [],
     headline: 'ignored',
   },

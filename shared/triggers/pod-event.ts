@@ -14,8 +14,9 @@ import { OUR_SERVICES_SELECTOR, type ServiceFact, serviceFact } from '../model/s
 import { type PodFact, notAnExecutorSlot, podFact } from '../model/spark-pod.ts';
 import type { SlotKey } from '../rules/decide.ts';
 import { type EventResult, eventResult, ignored } from '../rules/outcome.ts';
-import { planExecutorEvent } from '../rules/plan.ts';
+import { driverOptInLook, planExecutorEvent } from '../rules/plan.ts';
 import { reconcileDriverEnded } from './driver-ended.ts';
+import { reconcileDriverOptedIn } from './driver-opted-in.ts';
 
 function isWatched(ctx: ReconcileContext, namespace: string): boolean {
   return ctx.config.namespaces.includes(namespace);
@@ -35,8 +36,14 @@ export async function reconcilePodEvent(ctx: ReconcileContext, verb: Verb, pod: 
   const app = { ...base, app: hint.appId };
   const goneHint = verb === 'delete' || hint.terminal;
   if (hint.role === 'driver') {
-    // A driver that runs needs nothing; one that ended may leave Services behind (finished pods stay).
-    if (!goneHint) return ignored('driver running: nothing to do', app);
+    // A driver that runs needs nothing unless it just opted in; one that ended may leave Services behind (finished pods stay).
+    if (!goneHint) {
+      const optIn = driverOptInLook(hint, ctx.facts.pods.get(podKey(namespace, hint.name))?.value, ctx.config.optInMode);
+      if (!optIn.look) return ignored(optIn.why, app);
+      const outcomes = await reconcileDriverOptedIn(ctx, namespace, hint.appId);
+      if (outcomes.length === 0) return ignored(`${optIn.why}: none runs`, app);
+      return eventResult(outcomes, app);
+    }
     return eventResult(await reconcileDriverEnded(ctx, namespace, hint.appId), app);
   }
   const notSlot = notAnExecutorSlot(hint, pod.metadata.labels?.[SPARK_EXECUTOR_ID_LABEL]);

@@ -59,7 +59,8 @@ async function sweepFromCursor(ctx: ReconcileContext, cursor: SweepCursor): Prom
       throw error;
     }
     pages++;
-    if (cursor.skip === 0 && cursor.pass === 'services') cursor.counted += page.items.length;
+    // Items the page could not read are Services of ours all the same (our label selected them).
+    if (cursor.skip === 0 && cursor.pass === 'services') cursor.counted += page.items.length + page.skipped.length;
     // A page is decided in chunks, so that one sweep's work stays within its budget; a page cut
     // short is listed again by the next sweep (same token) and goes on after what was decided.
     while (cursor.skip < page.items.length) {
@@ -115,14 +116,15 @@ function advance(ctx: ReconcileContext, cursor: SweepCursor, namespace: string, 
 }
 
 /** Executor pods of a page: their slots are decided with their Services read first (so that existing ones are not created again). */
-async function reconcileExecutorPage(ctx: ReconcileContext, namespace: string, pods: readonly Pod[]): Promise<ServiceOutcome[]> {
+export async function reconcileExecutorPage(ctx: ReconcileContext, namespace: string, pods: readonly Pod[]): Promise<ServiceOutcome[]> {
   const facts: PodFact[] = [];
   const slots: SlotKey[] = [];
   for (const pod of pods) {
     const fact = podFact(pod, ctx.config.defaultBlockManagerPort);
     if (fact === undefined) continue;
     facts.push(fact);
-    if (fact.appId !== undefined && fact.execId !== undefined && !fact.terminal) slots.push({ appId: fact.appId, execId: fact.execId });
+    // Only a running pod claims its slot (shared/rules/decide.ts); Services of the others are the services pass's.
+    if (fact.appId !== undefined && fact.execId !== undefined && fact.running) slots.push({ appId: fact.appId, execId: fact.execId });
   }
   if (slots.length === 0) return [];
   // A continued page comes from the list snapshot of the sweep's first page, possibly minutes old:

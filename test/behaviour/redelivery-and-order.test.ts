@@ -10,6 +10,7 @@ import { type AppPlan, type RecordedEvent, World, chance, deliver, deliveryOrder
 import { postSweep } from '../../testkit/apiserversource.ts';
 import { convergenceProblems } from '../../testkit/oracle.ts';
 import { NS, addForeign, auditAndClose, audited, useAudit } from '../support/audited.ts';
+import type { PodBody } from '../../testkit/spark-pods.ts';
 
 useAudit();
 
@@ -92,7 +93,18 @@ describe('what remembered facts can miss, and how the sweep covers it', () => {
     const plan: AppPlan = { ...app!, driverOptIn: true, driverFate: 'stays', executors: [{ ...app!.executors[0]!, fate: 'runs', ownerRef: true, lateOptIn: false }] };
     const world = new World(h.emulator, 'cache');
     world.runAll([plan], rng);
-    for (const e of world.events) expect((await deliver(h.url, e)).status).toBe(200);
+    // The executor must run (issue 17: a Pending one claims no slot); the generated updates may not have started it.
+    const execEvents = world.events.filter((e) => e.pod.metadata.labels['spark-role'] === 'executor');
+    const execName = execEvents.at(-1)!.pod.metadata.name;
+    const podNow = h.emulator.getObject('pods', NS, execName) as unknown as PodBody;
+    const events = [...world.events];
+    if (podNow.status.phase !== 'Running') {
+      const running = h.emulator.patchObject('pods', NS, execName, { status: { phase: 'Running', podIP: '10.244.9.9' } }) as unknown as PodBody;
+      const runs = { id: 'cache-runs', verb: 'update' as const, pod: running };
+      events.push(runs);
+      world.events.push(runs);
+    }
+    for (const e of events) expect((await deliver(h.url, e)).status).toBe(200);
     const expected = expectedServicesOf(world, [NS], 7079);
     expect(convergenceProblems(h.emulator, expected, [NS])).toEqual([]);
     const [svc] = [...expected.values()];

@@ -316,7 +316,8 @@ export class ModelRun {
             graceful,
             port,
             lateOptIn: run.optIn === 'late',
-            eligibleSince: optIn || (ownerPod !== undefined && optedIn(ownerPod)) ? this.version : undefined,
+            // Issue 17: only a running executor claims its slot (phase Running: the kubelet's).
+            eligibleSince: (optIn || (ownerPod !== undefined && optedIn(ownerPod))) && phase === 'Running' ? this.version : undefined,
             covered: false,
             contested: false,
           };
@@ -345,10 +346,10 @@ export class ModelRun {
       mutation: () =>
         this.mutate(`update ${x.name}${late ? ' (late opt-in)' : ''}`, () => {
           this.emulator.patchObject('pods', NS, x.name, patch);
-          if (late) {
-            x.lateOptIn = false;
-            if (x.eligibleSince === undefined) x.eligibleSince = this.version;
-          }
+          if (late) x.lateOptIn = false;
+          // Eligible once opted in (itself or its owner) and running, whichever came last.
+          const now = this.pod(x.name);
+          if (x.eligibleSince === undefined && now !== undefined && now.status?.phase === 'Running' && this.couldBeServed(now)) x.eligibleSince = this.version;
         }),
     };
   }
@@ -780,7 +781,8 @@ export class ModelRun {
 
   private couldBeServedIn(pod: Obj, live: (ref: Ref | undefined) => Obj | undefined): boolean {
     const ownerPod = live(controllerPod(pod));
-    return ownerPod !== undefined && (optedIn(pod) || optedIn(ownerPod));
+    // Issue 17: only a running pod claims its slot.
+    return ownerPod !== undefined && pod.status?.phase === 'Running' && (optedIn(pod) || optedIn(ownerPod));
   }
 
   context(): string {
