@@ -41,7 +41,9 @@ function cpuMs(pid: number): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS;
 }
 function rssMiB(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'))!;
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('VmRSS:'))!;
   return Number(line.split(/\s+/)[1]) / 1024;
 }
 
@@ -60,7 +62,15 @@ emulator.writeKubeconfig(kubeconfig);
 const port = await freePort();
 const entry = fileURLToPath(new URL('../functions/executor-service/main.ts', import.meta.url));
 const child = spawn(process.execPath, [entry], {
-  env: { ...process.env, KUBECONFIG: kubeconfig, WATCH_NAMESPACES: 'spark', BLOCK_MANAGER_PORT: '7079', LOG_LEVEL: 'error', PORT: String(port), ...extraEnv },
+  env: {
+    ...process.env,
+    KUBECONFIG: kubeconfig,
+    WATCH_NAMESPACES: 'spark',
+    BLOCK_MANAGER_PORT: '7079',
+    LOG_LEVEL: 'error',
+    PORT: String(port),
+    ...extraEnv,
+  },
   stdio: ['ignore', 'ignore', 'inherit'],
 });
 const url = `http://127.0.0.1:${port}/`;
@@ -77,21 +87,27 @@ try {
   let peak = rssIdle;
   const sampler = setInterval(() => (peak = Math.max(peak, rssMiB(pid))), 100);
   await Promise.all(
-    Array.from({ length: CONNECTIONS }, () => new Promise<void>((resolve) => {
-      const socket = connect(port, '127.0.0.1');
-      sockets.push(socket);
-      socket.on('error', () => undefined);
-      // Read what the function answers (a 408), or 'close' never comes for a socket nobody reads.
-      socket.on('data', () => undefined);
-      socket.on('close', () => {
-        closedAfter.push(Date.now() - started);
-      });
-      socket.on('connect', () => {
-        socket.write(`POST / HTTP/1.1\r\nhost: x\r\ncontent-type: application/cloudevents+json\r\ncontent-length: ${bodyBytes}\r\n\r\n`);
-        socket.write(Buffer.alloc(bodyBytes - 10, 0x20), () => resolve());
-      });
-      setTimeout(resolve, 5_000).unref();
-    })),
+    Array.from(
+      { length: CONNECTIONS },
+      () =>
+        new Promise<void>((resolve) => {
+          const socket = connect(port, '127.0.0.1');
+          sockets.push(socket);
+          socket.on('error', () => undefined);
+          // Read what the function answers (a 408), or 'close' never comes for a socket nobody reads.
+          socket.on('data', () => undefined);
+          socket.on('close', () => {
+            closedAfter.push(Date.now() - started);
+          });
+          socket.on('connect', () => {
+            socket.write(
+              `POST / HTTP/1.1\r\nhost: x\r\ncontent-type: application/cloudevents+json\r\ncontent-length: ${bodyBytes}\r\n\r\n`,
+            );
+            socket.write(Buffer.alloc(bodyBytes - 10, 0x20), () => resolve());
+          });
+          setTimeout(resolve, 5_000).unref();
+        }),
+    ),
   );
   const deadline = Date.now() + 120_000;
   while (closedAfter.length < CONNECTIONS && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
@@ -106,7 +122,15 @@ try {
   const appId = sparkAppId(1);
   const driver = emulator.seed(driverPod({ namespace: 'spark', appId })) as { metadata: { name: string; uid: string } };
   const executors = Array.from({ length: BODIES }, (_, i) =>
-    emulator.seed(executorPod({ namespace: 'spark', appId, execId: String(i + 1), driver: { name: driver.metadata.name, uid: driver.metadata.uid }, blockManagerPort: 7079 })),
+    emulator.seed(
+      executorPod({
+        namespace: 'spark',
+        appId,
+        execId: String(i + 1),
+        driver: { name: driver.metadata.name, uid: driver.metadata.uid },
+        blockManagerPort: 7079,
+      }),
+    ),
   ) as Array<{ metadata: { name: string; namespace: string } }>;
   for (let i = 0; i < 3; i++) await postCloudEvent(url, { type: podEventType('update'), data: executors[0], subject: 'spark/x' }); // warm-up
   let before = cpuMs(pid);
@@ -125,9 +149,14 @@ try {
   }
   const perHostile = (cpuMs(pid) - before) / BODIES;
   console.log(`CPU per normal add (structured, ${executors.length}):     ${normal.toFixed(1)} ms`);
-  console.log(`CPU per hostile body (${hostile.length} B, depth ${Math.floor(hostile.length / 2)}): ${perHostile.toFixed(1)} ms  answers ${JSON.stringify(Object.fromEntries(statuses))}`);
+  console.log(
+    `CPU per hostile body (${hostile.length} B, depth ${Math.floor(hostile.length / 2)}): ${perHostile.toFixed(1)} ms  answers ${JSON.stringify(Object.fromEntries(statuses))}`,
+  );
 
-  const live = await fetch(`${url}health/liveness`).then((r) => r.status, (e: Error) => e.message);
+  const live = await fetch(`${url}health/liveness`).then(
+    (r) => r.status,
+    (e: Error) => e.message,
+  );
   console.log(`  liveness afterwards: ${live}`);
 } finally {
   child.kill('SIGTERM');

@@ -116,13 +116,17 @@ const startedAt = new Date();
 const loadBefore = os.loadavg();
 const t0 = performance.now();
 
-log(`spark-exec-svc bench — node ${process.version}, ${os.cpus().length} CPU(s) ${os.cpus()[0]?.model ?? ''}, load ${loadBefore.map((l) => l.toFixed(2)).join(' ')}`);
+log(
+  `spark-exec-svc bench — node ${process.version}, ${os.cpus().length} CPU(s) ${os.cpus()[0]?.model ?? ''}, load ${loadBefore.map((l) => l.toFixed(2)).join(' ')}`,
+);
 log(`N=${N}, warm-up ${WARMUP}, sections: ${[...only].join(', ')}${values.entry === undefined ? '' : `, entry ${ENTRY}`}\n`);
 
 // ---- 1. sequential ----------------------------------------------------------------------------
 let sequential: SequentialResult | undefined;
 if (only.has('sequential')) {
-  log(`1. Sequential, as users see it: the adapter's one-at-a-time sender, apps of ${SEQ_EXECUTORS} executors at ${SEQ_LATENCIES.join('/')} ms per API call (${SEQ_REPS} run(s) each), vs a sequential client-node floor`);
+  log(
+    `1. Sequential, as users see it: the adapter's one-at-a-time sender, apps of ${SEQ_EXECUTORS} executors at ${SEQ_LATENCIES.join('/')} ms per API call (${SEQ_REPS} run(s) each), vs a sequential client-node floor`,
+  );
   sequential = await runSequential({
     entry: ENTRY,
     resultsDir: RESULTS_DIR,
@@ -156,9 +160,12 @@ function checkVariant(name: string, r: VariantResult, n: number): void {
   // Inbound keep-alive connections (≤ c) + pooled API connections (≤ 2c: a busy one is only freed
   // once its body is read) + a few. Without reuse they pile up: one per API call for ~4 s.
   if (r.openSockets !== undefined && r.openSockets > 4 * r.concurrency + 16) {
-    failures.push(`${name}: the function holds ${r.openSockets} sockets after ${n} events at concurrency ${r.concurrency}: API connections are not being reused`);
+    failures.push(
+      `${name}: the function holds ${r.openSockets} sockets after ${n} events at concurrency ${r.concurrency}: API connections are not being reused`,
+    );
   }
-  if (r.apiCalls['create'] !== n) failures.push(`${name}: ${r.apiCalls['create'] ?? 0} creates, expected ${n} (all API calls: ${JSON.stringify(r.apiCalls)})`);
+  if (r.apiCalls['create'] !== n)
+    failures.push(`${name}: ${r.apiCalls['create'] ?? 0} creates, expected ${n} (all API calls: ${JSON.stringify(r.apiCalls)})`);
 }
 async function pair(concurrency: number, n: number, apiLatencyMs: number, withReuse: boolean, profile: boolean): Promise<OverheadPair> {
   const base: RunOptions = { n, concurrency, warmup: WARMUP, entry: ENTRY, apiLatencyMs, resultsDir: RESULTS_DIR, log };
@@ -210,7 +217,10 @@ if (only.has('coldstart')) {
   log(`5. Cold start: spawn → first event answered (median of ${COLD_RUNS})`);
   cold = await runColdStart({ runs: COLD_RUNS, resultsDir: RESULTS_DIR, log });
   failures.push(...cold.failures);
-  for (const v of cold.variants) log(`  ${v.name.padEnd(52)} listening ${v.medianListeningMs} ms, first answer ${v.medianFirstAnswerMs} ms${v.error === undefined ? '' : ` (${v.error})`}`);
+  for (const v of cold.variants)
+    log(
+      `  ${v.name.padEnd(52)} listening ${v.medianListeningMs} ms, first answer ${v.medianFirstAnswerMs} ms${v.error === undefined ? '' : ` (${v.error})`}`,
+    );
   log('');
 }
 
@@ -220,7 +230,12 @@ if (only.has('memory')) {
   log(`6. Memory: RSS over ${MEMORY_EVENTS} events`);
   memory = await runMemory({ entry: ENTRY, events: MEMORY_EVENTS, resultsDir: RESULTS_DIR, log });
   failures.push(...memory.failures);
-  log(`  heap after GC ${memory.samples.filter((s) => s.events % 5000 === 0 || s.events === 1000).map((s) => `${s.events / 1000}k: ${fmtMiB(s.heapUsedKiB)}`).join(', ')}`);
+  log(
+    `  heap after GC ${memory.samples
+      .filter((s) => s.events % 5000 === 0 || s.events === 1000)
+      .map((s) => `${s.events / 1000}k: ${fmtMiB(s.heapUsedKiB)}`)
+      .join(', ')}`,
+  );
   log('');
 }
 
@@ -236,32 +251,95 @@ if (sequential !== undefined) {
   const atTarget = (lat: number): boolean => lat === SEQ_TARGETS.atLatencyMs;
   for (const r of sequential.latencies) {
     const m = r.median;
-    ratioRows.push([`sequential scale-up, ${n} executors × 5 events, ${r.latencyMs} ms/call${atTarget(r.latencyMs) ? ` (≤ ${SEQ_TARGETS.scaleUpRatio}×)` : ''}`, `${fmtMs(m.scaleUpMs)} ms`, `${fmtMs(m.floorCreateMs)} ms`, fmtX(m.scaleUpRatio), '', atTarget(r.latencyMs) ? meets(m.scaleUpRatio, SEQ_TARGETS.scaleUpRatio) : '-']);
+    ratioRows.push([
+      `sequential scale-up, ${n} executors × 5 events, ${r.latencyMs} ms/call${atTarget(r.latencyMs) ? ` (≤ ${SEQ_TARGETS.scaleUpRatio}×)` : ''}`,
+      `${fmtMs(m.scaleUpMs)} ms`,
+      `${fmtMs(m.floorCreateMs)} ms`,
+      fmtX(m.scaleUpRatio),
+      '',
+      atTarget(r.latencyMs) ? meets(m.scaleUpRatio, SEQ_TARGETS.scaleUpRatio) : '-',
+    ]);
   }
   for (const r of sequential.latencies) {
     const m = r.median;
-    ratioRows.push([`sequential teardown, ${n} executors, ${r.latencyMs} ms/call${atTarget(r.latencyMs) ? ` (≤ ${SEQ_TARGETS.teardownRatio}×)` : ''}`, `${fmtMs(m.teardownMs)} ms`, `${fmtMs(m.floorDeleteMs)} ms`, fmtX(m.teardownRatio), '', atTarget(r.latencyMs) ? meets(m.teardownRatio, SEQ_TARGETS.teardownRatio) : '-']);
+    ratioRows.push([
+      `sequential teardown, ${n} executors, ${r.latencyMs} ms/call${atTarget(r.latencyMs) ? ` (≤ ${SEQ_TARGETS.teardownRatio}×)` : ''}`,
+      `${fmtMs(m.teardownMs)} ms`,
+      `${fmtMs(m.floorDeleteMs)} ms`,
+      fmtX(m.teardownRatio),
+      '',
+      atTarget(r.latencyMs) ? meets(m.teardownRatio, SEQ_TARGETS.teardownRatio) : '-',
+    ]);
   }
   for (const p of sequential.perExecutor) {
-    ratioRows.push([`API calls per executor, three-event termination, ${p.latencyMs} ms/call`, fmtCalls(p.termination), `target ${SEQ_TARGETS.terminationCalls}`, '', '', meets(p.termination, SEQ_TARGETS.terminationCalls)]);
+    ratioRows.push([
+      `API calls per executor, three-event termination, ${p.latencyMs} ms/call`,
+      fmtCalls(p.termination),
+      `target ${SEQ_TARGETS.terminationCalls}`,
+      '',
+      '',
+      meets(p.termination, SEQ_TARGETS.terminationCalls),
+    ]);
   }
   if (sequential.longestEvent !== undefined) {
-    ratioRows.push([`longest single event, ${SEQ_TARGETS.atLatencyMs} ms/call`, `${fmtMs(sequential.longestEvent.ms)} ms`, `target ${SEQ_TARGETS.maxEventMs} ms`, fmtX(sequential.longestEvent.ms / SEQ_TARGETS.maxEventMs), '', meets(sequential.longestEvent.ms, SEQ_TARGETS.maxEventMs)]);
+    ratioRows.push([
+      `longest single event, ${SEQ_TARGETS.atLatencyMs} ms/call`,
+      `${fmtMs(sequential.longestEvent.ms)} ms`,
+      `target ${SEQ_TARGETS.maxEventMs} ms`,
+      fmtX(sequential.longestEvent.ms / SEQ_TARGETS.maxEventMs),
+      '',
+      meets(sequential.longestEvent.ms, SEQ_TARGETS.maxEventMs),
+    ]);
   }
   if (sequential.noop !== undefined) {
-    ratioRows.push([`no-op update: API calls (${sequential.noop.events} events)`, String(sequential.noop.calls), 'target 0', '', '', sequential.noop.calls === 0 ? 'yes' : 'no']);
-    ratioRows.push([`no-op update: function CPU per event`, `${sequential.noop.cpuMsPerEvent} ms`, `target ${SEQ_TARGETS.noopCpuMs} ms`, fmtX(sequential.noop.cpuMsPerEvent / SEQ_TARGETS.noopCpuMs), '', meets(sequential.noop.cpuMsPerEvent, SEQ_TARGETS.noopCpuMs)]);
+    ratioRows.push([
+      `no-op update: API calls (${sequential.noop.events} events)`,
+      String(sequential.noop.calls),
+      'target 0',
+      '',
+      '',
+      sequential.noop.calls === 0 ? 'yes' : 'no',
+    ]);
+    ratioRows.push([
+      `no-op update: function CPU per event`,
+      `${sequential.noop.cpuMsPerEvent} ms`,
+      `target ${SEQ_TARGETS.noopCpuMs} ms`,
+      fmtX(sequential.noop.cpuMsPerEvent / SEQ_TARGETS.noopCpuMs),
+      '',
+      meets(sequential.noop.cpuMsPerEvent, SEQ_TARGETS.noopCpuMs),
+    ]);
   }
   for (const p of sequential.paced) {
-    ratioRows.push([`paced ${p.podsPerSecond} pods/s, ${p.latencyMs} ms/call: pod created → Service, p99`, `${fmtMs(p.lagMs.p99)} ms`, '-', '', '', '-']);
+    ratioRows.push([
+      `paced ${p.podsPerSecond} pods/s, ${p.latencyMs} ms/call: pod created → Service, p99`,
+      `${fmtMs(p.lagMs.p99)} ms`,
+      '-',
+      '',
+      '',
+      '-',
+    ]);
   }
 }
 for (const p of overhead) {
   const label = `c=${p.concurrency}${p.apiLatencyMs > 0 ? `, +${p.apiLatencyMs} ms/API call` : ''}`;
   const r50 = ratio(p.fn.latency.p50Ms, p.floor.latency.p50Ms);
   const r99 = ratio(p.fn.latency.p99Ms, p.floor.latency.p99Ms);
-  ratioRows.push([`per event p50, ${label}`, `${fmtMs(p.fn.latency.p50Ms)} ms`, `${fmtMs(p.floor.latency.p50Ms)} ms`, fmtX(r50), p.floorReuse === undefined ? '' : fmtX(ratio(p.fn.latency.p50Ms, p.floorReuse.latency.p50Ms)), meets(r50, TARGET_RATIO)]);
-  ratioRows.push([`per event p99, ${label}`, `${fmtMs(p.fn.latency.p99Ms)} ms`, `${fmtMs(p.floor.latency.p99Ms)} ms`, fmtX(r99), p.floorReuse === undefined ? '' : fmtX(ratio(p.fn.latency.p99Ms, p.floorReuse.latency.p99Ms)), meets(r99, TARGET_RATIO)]);
+  ratioRows.push([
+    `per event p50, ${label}`,
+    `${fmtMs(p.fn.latency.p50Ms)} ms`,
+    `${fmtMs(p.floor.latency.p50Ms)} ms`,
+    fmtX(r50),
+    p.floorReuse === undefined ? '' : fmtX(ratio(p.fn.latency.p50Ms, p.floorReuse.latency.p50Ms)),
+    meets(r50, TARGET_RATIO),
+  ]);
+  ratioRows.push([
+    `per event p99, ${label}`,
+    `${fmtMs(p.fn.latency.p99Ms)} ms`,
+    `${fmtMs(p.floor.latency.p99Ms)} ms`,
+    fmtX(r99),
+    p.floorReuse === undefined ? '' : fmtX(ratio(p.fn.latency.p99Ms, p.floorReuse.latency.p99Ms)),
+    meets(r99, TARGET_RATIO),
+  ]);
 }
 if (burst !== undefined) {
   const r = ratio(burst.fn.latency.wallMs, burst.floor.latency.wallMs);
@@ -290,7 +368,14 @@ if (lifecycle !== undefined) {
 }
 if (cold !== undefined) {
   for (const v of cold.variants.filter((x) => !x.informational)) {
-    ratioRows.push([`cold start → first answer, ${v.name.split(':')[0]}`, `${v.medianFirstAnswerMs} ms`, `target ${TARGET_COLD_MS} ms`, fmtX(v.medianFirstAnswerMs / TARGET_COLD_MS), '', meets(v.medianFirstAnswerMs, TARGET_COLD_MS)]);
+    ratioRows.push([
+      `cold start → first answer, ${v.name.split(':')[0]}`,
+      `${v.medianFirstAnswerMs} ms`,
+      `target ${TARGET_COLD_MS} ms`,
+      fmtX(v.medianFirstAnswerMs / TARGET_COLD_MS),
+      '',
+      meets(v.medianFirstAnswerMs, TARGET_COLD_MS),
+    ]);
   }
 }
 if (memory !== undefined) {
@@ -298,7 +383,14 @@ if (memory !== undefined) {
   const last = memory.samples[memory.samples.length - 1];
   if (first !== undefined && last !== undefined && last !== first) {
     const k = `${last.events / 1000}k vs 1k events`;
-    ratioRows.push([`live heap after GC, ${k}`, fmtMiB(last.heapUsedKiB), fmtMiB(first.heapUsedKiB), fmtX(last.heapUsedKiB / first.heapUsedKiB), '', '-']);
+    ratioRows.push([
+      `live heap after GC, ${k}`,
+      fmtMiB(last.heapUsedKiB),
+      fmtMiB(first.heapUsedKiB),
+      fmtX(last.heapUsedKiB / first.heapUsedKiB),
+      '',
+      '-',
+    ]);
     ratioRows.push([`RSS (after GC), ${k}`, fmtMiB(last.rssKiB), fmtMiB(first.rssKiB), fmtX(last.rssKiB / first.rssKiB), '', '-']);
   }
 }
@@ -314,24 +406,54 @@ if (overhead.length > 0 || burst !== undefined) {
     const label = `c=${p.concurrency}${p.apiLatencyMs > 0 ? ` +${p.apiLatencyMs}ms` : ''}`;
     for (const v of [p.floor, p.floorReuse, p.fn]) {
       if (v === undefined) continue;
-      const calls = Object.entries(v.apiCalls).map(([verb, c]) => `${(c / v.latency.n).toFixed(2)} ${verb}`).join(', ');
-      rows.push([label, v.variant, fmtMs(v.latency.p50Ms), fmtMs(v.latency.p99Ms), String(v.latency.perSecond), calls, String(v.cpuMsPerEvent.sender), v.cpuMsPerEvent.function === undefined ? '-' : String(v.cpuMsPerEvent.function), String(v.cpuMsPerEvent.emulator), v.openSockets === undefined ? '' : String(v.openSockets)]);
+      const calls = Object.entries(v.apiCalls)
+        .map(([verb, c]) => `${(c / v.latency.n).toFixed(2)} ${verb}`)
+        .join(', ');
+      rows.push([
+        label,
+        v.variant,
+        fmtMs(v.latency.p50Ms),
+        fmtMs(v.latency.p99Ms),
+        String(v.latency.perSecond),
+        calls,
+        String(v.cpuMsPerEvent.sender),
+        v.cpuMsPerEvent.function === undefined ? '-' : String(v.cpuMsPerEvent.function),
+        String(v.cpuMsPerEvent.emulator),
+        v.openSockets === undefined ? '' : String(v.openSockets),
+      ]);
     }
   }
-  log(table(['run', 'variant', 'p50 ms', 'p99 ms', 'events/s', 'API calls/event', 'CPU sender', 'CPU function', 'CPU emulator', 'fn sockets'], rows));
+  log(
+    table(
+      ['run', 'variant', 'p50 ms', 'p99 ms', 'events/s', 'API calls/event', 'CPU sender', 'CPU function', 'CPU emulator', 'fn sockets'],
+      rows,
+    ),
+  );
 }
 const profiled = overhead.find((p) => p.fn.profile !== undefined)?.fn.profile;
 if (profiled !== undefined) {
   log(`\nCPU profile of the function, timed part only (c=1; ${profiled.totalMs} ms busy):`);
-  log(table(['group (self time)', 'ms', '%'], profiled.groups.map((g) => [g.group, String(g.ms), String(g.share)])));
-  log(table(['function (self time)', 'ms', '%'], profiled.functions.map((g) => [g.fn, String(g.ms), String(g.share)])));
+  log(
+    table(
+      ['group (self time)', 'ms', '%'],
+      profiled.groups.map((g) => [g.group, String(g.ms), String(g.share)]),
+    ),
+  );
+  log(
+    table(
+      ['function (self time)', 'ms', '%'],
+      profiled.functions.map((g) => [g.fn, String(g.ms), String(g.share)]),
+    ),
+  );
 }
 if (lifecycle !== undefined) {
   const scenarios = lifecycle.scenarios;
   // Step order of the scenario with the most steps (a one-executor app has no "later executors").
   const longest = [...scenarios].sort((a, b) => b.steps.length - a.steps.length)[0];
   const stepNames = [...new Set([...(longest?.steps ?? []), ...scenarios.flatMap((s) => s.steps)].map((st) => st.step))];
-  log('\nAPI calls per event, per step (emulator request log; a step of n events shows its total / n; the sweep: its calls in the scenario\'s namespace, all its events together):');
+  log(
+    "\nAPI calls per event, per step (emulator request log; a step of n events shows its total / n; the sweep: its calls in the scenario's namespace, all its events together):",
+  );
   log(
     table(
       ['step', ...scenarios.map((s) => s.scenario)],
@@ -352,10 +474,28 @@ if (lifecycle !== undefined) {
   log('\nPer executor lifecycle (step totals / executors; ✓0 = asserted zero):');
   log(
     table(
-      ['scenario', 'add', 'updates', 'termination (3 events)', 'cool-down end (sweep)', 'driver (add, end)', 'total', `≤ ${lifecycle.target}`],
+      [
+        'scenario',
+        'add',
+        'updates',
+        'termination (3 events)',
+        'cool-down end (sweep)',
+        'driver (add, end)',
+        'total',
+        `≤ ${lifecycle.target}`,
+      ],
       scenarios.map((s) => {
         const p = s.perExecutor;
-        return [s.scenario, fmtCalls(p.add), fmtCalls(p.update), fmtCalls(p.termination), fmtCalls(p['cool-down end']), fmtCalls(p.driver), fmtCalls(p.total), s.mode === 'resource' ? meets(p.total, lifecycle.target) : '-'];
+        return [
+          s.scenario,
+          fmtCalls(p.add),
+          fmtCalls(p.update),
+          fmtCalls(p.termination),
+          fmtCalls(p['cool-down end']),
+          fmtCalls(p.driver),
+          fmtCalls(p.total),
+          s.mode === 'resource' ? meets(p.total, lifecycle.target) : '-',
+        ];
       }),
     ),
   );
@@ -363,8 +503,13 @@ if (lifecycle !== undefined) {
   const rows: string[][] = [];
   for (const s of scenarios) {
     for (const st of s.steps) {
-      const calls = Object.entries(st.calls).map(([k, n]) => `${n} ${k}`).join(', ') || '0';
-      const replies = Object.entries(st.replies).map(([k, n]) => (st.events > 1 ? `${n} ${k}` : k)).join(', ');
+      const calls =
+        Object.entries(st.calls)
+          .map(([k, n]) => `${n} ${k}`)
+          .join(', ') || '0';
+      const replies = Object.entries(st.replies)
+        .map(([k, n]) => (st.events > 1 ? `${n} ${k}` : k))
+        .join(', ');
       rows.push([s.scenario, st.step, String(st.events), replies, calls, String(st.total)]);
     }
   }
@@ -372,26 +517,80 @@ if (lifecycle !== undefined) {
 }
 if (cold !== undefined) {
   log('\nCold start (median; * = informational, not what the project ships):');
-  log(table(['variant', 'listening ms', 'first answer ms', 'runs (first answer)'], cold.variants.map((v) => [`${v.informational ? '* ' : ''}${v.name}`, String(v.medianListeningMs), String(v.medianFirstAnswerMs), v.error ?? v.runs.map((r) => Math.round(r.firstAnswerMs)).join(' ')])));
+  log(
+    table(
+      ['variant', 'listening ms', 'first answer ms', 'runs (first answer)'],
+      cold.variants.map((v) => [
+        `${v.informational ? '* ' : ''}${v.name}`,
+        String(v.medianListeningMs),
+        String(v.medianFirstAnswerMs),
+        v.error ?? v.runs.map((r) => Math.round(r.firstAnswerMs)).join(' '),
+      ]),
+    ),
+  );
   if (cold.loaded !== undefined) {
-    log(`Loaded before the first answer (ts entry): ${cold.loaded.modules} module files, ${cold.loaded.kiB} KiB of source, ${cold.loaded.builtins} node builtins/bindings`);
-    log(table(['package', 'modules', 'KiB'], cold.loaded.byPackage.slice(0, 12).map((p) => [p.package, String(p.modules), String(p.kiB)])));
+    log(
+      `Loaded before the first answer (ts entry): ${cold.loaded.modules} module files, ${cold.loaded.kiB} KiB of source, ${cold.loaded.builtins} node builtins/bindings`,
+    );
+    log(
+      table(
+        ['package', 'modules', 'KiB'],
+        cold.loaded.byPackage.slice(0, 12).map((p) => [p.package, String(p.modules), String(p.kiB)]),
+      ),
+    );
   }
-  log(`Import time in a fresh process (median of ${Math.min(3, COLD_RUNS)}): ${Object.entries(cold.importMs).map(([k, v]) => `${k} ${v} ms`).join(', ')}`);
+  log(
+    `Import time in a fresh process (median of ${Math.min(3, COLD_RUNS)}): ${Object.entries(cold.importMs)
+      .map(([k, v]) => `${k} ${v} ms`)
+      .join(', ')}`,
+  );
 }
 if (memory !== undefined) {
-  log(`\nMemory (function process; full GC through the inspector at each checkpoint, RSS from /proc; ${memory.events} events over ${memory.apps} apps × ${memory.executorsPerApp} executors; start ${fmtMiB(memory.startRssKiB)}):`);
-  log(table(['events', 'live heap after GC', 'external', 'RSS after GC', 'peak RSS'], memory.samples.map((s) => [String(s.events), fmtMiB(s.heapUsedKiB), fmtMiB(s.externalKiB), fmtMiB(s.rssKiB), fmtMiB(s.hwmKiB)])));
-  log(table(['cache', 'capacity', 'inserted', 'size after', 'bytes/entry', 'ceiling'], memory.caches.map((c) => [c.name, String(c.capacity), String(c.inserted), String(c.sizeAfter), String(c.bytesPerEntry), `${c.ceilingMiB} MiB`])));
+  log(
+    `\nMemory (function process; full GC through the inspector at each checkpoint, RSS from /proc; ${memory.events} events over ${memory.apps} apps × ${memory.executorsPerApp} executors; start ${fmtMiB(memory.startRssKiB)}):`,
+  );
+  log(
+    table(
+      ['events', 'live heap after GC', 'external', 'RSS after GC', 'peak RSS'],
+      memory.samples.map((s) => [String(s.events), fmtMiB(s.heapUsedKiB), fmtMiB(s.externalKiB), fmtMiB(s.rssKiB), fmtMiB(s.hwmKiB)]),
+    ),
+  );
+  log(
+    table(
+      ['cache', 'capacity', 'inserted', 'size after', 'bytes/entry', 'ceiling'],
+      memory.caches.map((c) => [
+        c.name,
+        String(c.capacity),
+        String(c.inserted),
+        String(c.sizeAfter),
+        String(c.bytesPerEntry),
+        `${c.ceilingMiB} MiB`,
+      ]),
+    ),
+  );
 }
 
 function printSequential(seq: SequentialResult): void {
   const n = seq.executors;
   const pps = (count: number, ms: number): string => (ms > 0 ? String(Math.round((count / ms) * 1000)) : '-');
-  log(`\nSequential scale-up (median of ${seq.reps}; ${n} executors in batches of ${seq.batchSize}, each batch: adds, then scheduled, creating, running, ready updates; busy time of the namespace's stream; floor: ${n} createNamespacedService one after another):`);
+  log(
+    `\nSequential scale-up (median of ${seq.reps}; ${n} executors in batches of ${seq.batchSize}, each batch: adds, then scheduled, creating, running, ready updates; busy time of the namespace's stream; floor: ${n} createNamespacedService one after another):`,
+  );
   log(
     table(
-      ['ms/call', 'scale-up, 5 events/executor', 'last Service exists', 'floor: creates', 'ratio scale-up', 'ratio last Service', 'pods/s (fn / floor)', 'events/s', 'fn CPU ms/event', 'ratios per run', '(floor+reuse, ratio)'],
+      [
+        'ms/call',
+        'scale-up, 5 events/executor',
+        'last Service exists',
+        'floor: creates',
+        'ratio scale-up',
+        'ratio last Service',
+        'pods/s (fn / floor)',
+        'events/s',
+        'fn CPU ms/event',
+        'ratios per run',
+        '(floor+reuse, ratio)',
+      ],
       seq.latencies.map((r) => {
         const m = r.median;
         const events = n * 5;
@@ -411,17 +610,39 @@ function printSequential(seq: SequentialResult): void {
       }),
     ),
   );
-  log(`\nSequential teardown (median of ${seq.reps}; deletionTimestamp, phase Failed and delete for every executor, then the driver's Succeeded and delete; floor: ${n} deleteNamespacedService one after another):`);
+  log(
+    `\nSequential teardown (median of ${seq.reps}; deletionTimestamp, phase Failed and delete for every executor, then the driver's Succeeded and delete; floor: ${n} deleteNamespacedService one after another):`,
+  );
   log(
     table(
-      ['ms/call', 'teardown', 'Services gone (after driver Succeeded)', 'floor: deletes', 'ratio teardown', 'events/s', 'fn CPU ms/event', 'ratios per run', '(floor+reuse, ratio)'],
+      [
+        'ms/call',
+        'teardown',
+        'Services gone (after driver Succeeded)',
+        'floor: deletes',
+        'ratio teardown',
+        'events/s',
+        'fn CPU ms/event',
+        'ratios per run',
+        '(floor+reuse, ratio)',
+      ],
       seq.latencies.map((r) => {
         const m = r.median;
-        return [String(r.latencyMs), `${fmtMs(m.teardownMs)} ms`, `${fmtMs(m.servicesGoneMs)} ms`, `${fmtMs(m.floorDeleteMs)} ms`, fmtX(m.teardownRatio), pps(n * 3 + 2, m.teardownMs), String(m.teardownCpuMsPerEvent), r.apps.map((a, i) => (a.teardownMs / r.floors[i]!.deleteMs).toFixed(2)).join(' '), `${fmtMs(m.reuseDeleteMs)} ms, ${fmtX(m.teardownMs / m.reuseDeleteMs)}`];
+        return [
+          String(r.latencyMs),
+          `${fmtMs(m.teardownMs)} ms`,
+          `${fmtMs(m.servicesGoneMs)} ms`,
+          `${fmtMs(m.floorDeleteMs)} ms`,
+          fmtX(m.teardownRatio),
+          pps(n * 3 + 2, m.teardownMs),
+          String(m.teardownCpuMsPerEvent),
+          r.apps.map((a, i) => (a.teardownMs / r.floors[i]!.deleteMs).toFixed(2)).join(' '),
+          `${fmtMs(m.reuseDeleteMs)} ms, ${fmtX(m.teardownMs / m.reuseDeleteMs)}`,
+        ];
       }),
     ),
   );
-  log('\nWhere the stream\'s time goes: mean ms per executor by group of steps (all runs), against the floor\'s one write per executor:');
+  log("\nWhere the stream's time goes: mean ms per executor by group of steps (all runs), against the floor's one write per executor:");
   const groups = Object.keys(seq.latencies[0]?.timePerExecutor ?? {});
   log(
     table(
@@ -435,8 +656,16 @@ function printSequential(seq: SequentialResult): void {
       ],
     ),
   );
-  log('\nAPI calls per event, by step of an executor\'s life (all runs; ✓0 = asserted zero):');
-  const noOp = new Set<string>(['driver: add (Pending)', 'driver: update Running', 'update: scheduled', 'update: creating', 'update: running', 'update: ready', 'update: deletionTimestamp (still Running)']);
+  log("\nAPI calls per event, by step of an executor's life (all runs; ✓0 = asserted zero):");
+  const noOp = new Set<string>([
+    'driver: add (Pending)',
+    'driver: update Running',
+    'update: scheduled',
+    'update: creating',
+    'update: running',
+    'update: ready',
+    'update: deletionTimestamp (still Running)',
+  ]);
   const at = (lat: number, step: string) => seq.steps.find((s) => s.latencyMs === lat)?.stats.find((x) => x.step === step);
   const lats = seq.steps.map((s) => s.latencyMs);
   const top = lats[lats.length - 1];
@@ -446,42 +675,125 @@ function printSequential(seq: SequentialResult): void {
       STEPS.flatMap((step) => {
         const last = top === undefined ? undefined : at(top, step);
         if (last === undefined) return [];
-        return [[
-          step,
-          String(last.events / seq.reps),
-          ...lats.map((l) => {
-            const st = at(l, step);
-            return st === undefined ? '-' : `${fmtCalls(st.callsPerEvent)}${noOp.has(step) ? (st.callsPerEvent === 0 ? ' ✓0' : ' FAILED') : ''}`;
-          }),
-          Object.entries(last.calls).map(([k, v]) => `${v} ${k}`).join(', ') || '0',
-        ]];
+        return [
+          [
+            step,
+            String(last.events / seq.reps),
+            ...lats.map((l) => {
+              const st = at(l, step);
+              return st === undefined
+                ? '-'
+                : `${fmtCalls(st.callsPerEvent)}${noOp.has(step) ? (st.callsPerEvent === 0 ? ' ✓0' : ' FAILED') : ''}`;
+            }),
+            Object.entries(last.calls)
+              .map(([k, v]) => `${v} ${k}`)
+              .join(', ') || '0',
+          ],
+        ];
       }),
     ),
   );
-  log(table(['ms/call', 'scale-up (add + 4 updates)', `termination (3 events, ≤ ${SEQ_TARGETS.terminationCalls})`, 'driver (4 events, shared)', 'total per executor'], seq.perExecutor.map((p) => [String(p.latencyMs), fmtCalls(p.scaleUp), fmtCalls(p.termination), fmtCalls(p.driver), fmtCalls(p.total)])));
+  log(
+    table(
+      [
+        'ms/call',
+        'scale-up (add + 4 updates)',
+        `termination (3 events, ≤ ${SEQ_TARGETS.terminationCalls})`,
+        'driver (4 events, shared)',
+        'total per executor',
+      ],
+      seq.perExecutor.map((p) => [
+        String(p.latencyMs),
+        fmtCalls(p.scaleUp),
+        fmtCalls(p.termination),
+        fmtCalls(p.driver),
+        fmtCalls(p.total),
+      ]),
+    ),
+  );
   log('\nPer-event latency by kind, p50 / p99 / max ms (the time the event holds its namespace; all runs):');
   log(
     table(
       ['step', ...lats.map((l) => `${l} ms/call`)],
       STEPS.flatMap((step) => {
         if (lats.every((l) => at(l, step) === undefined)) return [];
-        return [[step, ...lats.map((l) => {
-          const st = at(l, step);
-          return st === undefined ? '-' : `${fmtMs(st.p50Ms)} / ${fmtMs(st.p99Ms)} / ${fmtMs(st.maxMs)}`;
-        })]];
+        return [
+          [
+            step,
+            ...lats.map((l) => {
+              const st = at(l, step);
+              return st === undefined ? '-' : `${fmtMs(st.p50Ms)} / ${fmtMs(st.p99Ms)} / ${fmtMs(st.maxMs)}`;
+            }),
+          ],
+        ];
       }),
     ),
   );
   if (seq.paced.length > 0) {
-    log(`\nPaced scale-up at Spark's allocation rates (one batch a second; updates as the pods start: scheduled +20 ms, creating +300 ms, running +2 s, ready +2.1 s):`);
-    log(table(['pods/s', 'ms/call', 'pods', 'events', 'lag p50', 'lag p99', 'lag max', 'max queued', 'stream busy', 'API calls/pod'], seq.paced.map((p) => [String(p.podsPerSecond), String(p.latencyMs), String(p.pods), String(p.events), `${fmtMs(p.lagMs.p50)} ms`, `${fmtMs(p.lagMs.p99)} ms`, `${fmtMs(p.lagMs.max)} ms`, String(p.maxQueued), `${Math.round(p.busy * 100)} %`, (p.calls / p.pods).toFixed(2)])));
+    log(
+      `\nPaced scale-up at Spark's allocation rates (one batch a second; updates as the pods start: scheduled +20 ms, creating +300 ms, running +2 s, ready +2.1 s):`,
+    );
+    log(
+      table(
+        ['pods/s', 'ms/call', 'pods', 'events', 'lag p50', 'lag p99', 'lag max', 'max queued', 'stream busy', 'API calls/pod'],
+        seq.paced.map((p) => [
+          String(p.podsPerSecond),
+          String(p.latencyMs),
+          String(p.pods),
+          String(p.events),
+          `${fmtMs(p.lagMs.p50)} ms`,
+          `${fmtMs(p.lagMs.p99)} ms`,
+          `${fmtMs(p.lagMs.max)} ms`,
+          String(p.maxQueued),
+          `${Math.round(p.busy * 100)} %`,
+          (p.calls / p.pods).toFixed(2),
+        ]),
+      ),
+    );
   }
   if (seq.noop !== undefined) {
     const o = seq.noop;
-    log(`\nNo-op updates: ${o.rounds} × ${o.events} sequential status updates of running executors (${seq.podBytes.ready} B each), medians; CPU from /proc over each round; the HTTP floor is a bare node:http server that reads the body, parses its JSON and answers 204, fed the same way in between:`);
-    const rows = [['function', String(o.calls), String(o.cpuMsPerEvent), String(o.userMsPerEvent), String(o.systemMsPerEvent), fmtMs(o.p50Ms), fmtMs(o.p99Ms), o.perRound.join(' ')]];
-    if (o.httpFloor !== undefined) rows.push(['HTTP floor', '-', String(o.httpFloor.cpuMsPerEvent), String(o.httpFloor.userMsPerEvent), String(o.httpFloor.systemMsPerEvent), fmtMs(o.httpFloor.p50Ms), fmtMs(o.httpFloor.p99Ms), o.httpFloorPerRound.join(' ')]);
-    log(table(['process', 'API calls', `CPU ms/event (≤ ${SEQ_TARGETS.noopCpuMs})`, 'user', 'system', 'round trip p50 ms', 'p99 ms', 'CPU per round'], rows));
+    log(
+      `\nNo-op updates: ${o.rounds} × ${o.events} sequential status updates of running executors (${seq.podBytes.ready} B each), medians; CPU from /proc over each round; the HTTP floor is a bare node:http server that reads the body, parses its JSON and answers 204, fed the same way in between:`,
+    );
+    const rows = [
+      [
+        'function',
+        String(o.calls),
+        String(o.cpuMsPerEvent),
+        String(o.userMsPerEvent),
+        String(o.systemMsPerEvent),
+        fmtMs(o.p50Ms),
+        fmtMs(o.p99Ms),
+        o.perRound.join(' '),
+      ],
+    ];
+    if (o.httpFloor !== undefined)
+      rows.push([
+        'HTTP floor',
+        '-',
+        String(o.httpFloor.cpuMsPerEvent),
+        String(o.httpFloor.userMsPerEvent),
+        String(o.httpFloor.systemMsPerEvent),
+        fmtMs(o.httpFloor.p50Ms),
+        fmtMs(o.httpFloor.p99Ms),
+        o.httpFloorPerRound.join(' '),
+      ]);
+    log(
+      table(
+        [
+          'process',
+          'API calls',
+          `CPU ms/event (≤ ${SEQ_TARGETS.noopCpuMs})`,
+          'user',
+          'system',
+          'round trip p50 ms',
+          'p99 ms',
+          'CPU per round',
+        ],
+        rows,
+      ),
+    );
     if (o.profile !== undefined) {
       // The sampler counts wall time: right after the function writes its answer, the kernel wakes
       // the sender and, on few cores, often runs it first; those samples land in the write
@@ -490,24 +802,71 @@ function printSequential(seq: SequentialResult): void {
       const write = o.profile.groups.find((g) => g.group === WRITE)?.ms ?? 0;
       const rest = o.profile.totalMs - write;
       const us = (ms: number): string => String(Math.round((ms * 1000) / o.events));
-      log(`CPU profile of those updates (second process, sampled through the inspector, ${o.events} events; ${o.profile.totalMs} ms busy; ${o.profileFile}). "% w/o write": share without ${WRITE}, mostly time off the CPU after the answer is written:`);
-      log(table(['group (self time)', 'ms', 'µs/event', '%', '% w/o write'], o.profile.groups.map((g) => [g.group, String(g.ms), us(g.ms), String(g.share), g.group === WRITE ? '-' : ((g.ms / rest) * 100).toFixed(1)])));
-      log(table(['function (self time)', 'ms', 'µs/event', '%'], o.profile.functions.map((g) => [g.fn, String(g.ms), us(g.ms), String(g.share)])));
+      log(
+        `CPU profile of those updates (second process, sampled through the inspector, ${o.events} events; ${o.profile.totalMs} ms busy; ${o.profileFile}). "% w/o write": share without ${WRITE}, mostly time off the CPU after the answer is written:`,
+      );
+      log(
+        table(
+          ['group (self time)', 'ms', 'µs/event', '%', '% w/o write'],
+          o.profile.groups.map((g) => [
+            g.group,
+            String(g.ms),
+            us(g.ms),
+            String(g.share),
+            g.group === WRITE ? '-' : ((g.ms / rest) * 100).toFixed(1),
+          ]),
+        ),
+      );
+      log(
+        table(
+          ['function (self time)', 'ms', 'µs/event', '%'],
+          o.profile.functions.map((g) => [g.fn, String(g.ms), us(g.ms), String(g.share)]),
+        ),
+      );
     }
   }
   if (seq.largeApp !== undefined) {
-    log(`\nAn application of ${seq.largeApp.executors} executors ends, ${seq.largeApp.latencyMs} ms/call (one event each; target ≤ ${SEQ_TARGETS.maxEventMs} ms):`);
-    log(table(['event', 'ms', 'Services before → after', 'API calls'], seq.largeApp.events.map((e) => [e.what, fmtMs(e.ms), `${e.servicesBefore} → ${e.servicesAfter}`, Object.entries(e.calls).map(([k, v]) => `${v} ${k}`).join(', ')])));
+    log(
+      `\nAn application of ${seq.largeApp.executors} executors ends, ${seq.largeApp.latencyMs} ms/call (one event each; target ≤ ${SEQ_TARGETS.maxEventMs} ms):`,
+    );
+    log(
+      table(
+        ['event', 'ms', 'Services before → after', 'API calls'],
+        seq.largeApp.events.map((e) => [
+          e.what,
+          fmtMs(e.ms),
+          `${e.servicesBefore} → ${e.servicesAfter}`,
+          Object.entries(e.calls)
+            .map(([k, v]) => `${v} ${k}`)
+            .join(', '),
+        ]),
+      ),
+    );
   }
-  if (seq.longestEvent !== undefined) log(`Longest single event at ${SEQ_TARGETS.atLatencyMs} ms/call: ${fmtMs(seq.longestEvent.ms)} ms (${seq.longestEvent.what}).`);
-  log(`Pod bodies as sent: add ${seq.podBytes.add} B, ready ${seq.podBytes.ready} B, Failed ${seq.podBytes.failed} B. Function env from knative/base/service.yaml: ${Object.entries(seq.functionEnv).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+  if (seq.longestEvent !== undefined)
+    log(`Longest single event at ${SEQ_TARGETS.atLatencyMs} ms/call: ${fmtMs(seq.longestEvent.ms)} ms (${seq.longestEvent.what}).`);
+  log(
+    `Pod bodies as sent: add ${seq.podBytes.add} B, ready ${seq.podBytes.ready} B, Failed ${seq.podBytes.failed} B. Function env from knative/base/service.yaml: ${Object.entries(
+      seq.functionEnv,
+    )
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ')}`,
+  );
 }
 
 const report = {
   schema: 1,
   generatedAt: startedAt.toISOString(),
   durationMs: Math.round(totalMs),
-  machine: { node: process.version, platform: `${os.platform()} ${os.release()}`, cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, totalMemMiB: Math.round(os.totalmem() / 2 ** 20), loadavgBefore: loadBefore, loadavgAfter: loadAfter },
+  machine: {
+    node: process.version,
+    platform: `${os.platform()} ${os.release()}`,
+    cpus: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model,
+    totalMemMiB: Math.round(os.totalmem() / 2 ** 20),
+    loadavgBefore: loadBefore,
+    loadavgAfter: loadAfter,
+  },
   options: {
     entry: ENTRY,
     n: N,
@@ -527,9 +886,19 @@ const report = {
     sections: [...only],
   },
   targets: { ratio: TARGET_RATIO, coldStartMs: TARGET_COLD_MS, sequential: SEQ_TARGETS },
-  summary: ratioRows.map(([measure, fn, floor, r, reuse, ok]) => ({ measure, function: fn, floor, ratio: r, vsFloorReuse: reuse, meetsTarget: ok })),
+  summary: ratioRows.map(([measure, fn, floor, r, reuse, ok]) => ({
+    measure,
+    function: fn,
+    floor,
+    ratio: r,
+    vsFloorReuse: reuse,
+    meetsTarget: ok,
+  })),
   // Every event of the sequential apps goes to sequential-events.jsonl beside this file; here only the aggregates.
-  sequential: sequential === undefined ? undefined : { ...sequential, latencies: sequential.latencies.map((l) => ({ ...l, apps: l.apps.map(({ records: _, ...app }) => app) })) },
+  sequential:
+    sequential === undefined
+      ? undefined
+      : { ...sequential, latencies: sequential.latencies.map((l) => ({ ...l, apps: l.apps.map(({ records: _, ...app }) => app) })) },
   overhead,
   lifecycle,
   burst,
@@ -539,7 +908,9 @@ const report = {
 };
 writeFileSync(OUT, `${JSON.stringify(report, null, 2)}\n`);
 if (sequential !== undefined) {
-  const lines = sequential.latencies.flatMap((l) => l.apps.flatMap((a) => a.records.map((r) => JSON.stringify({ namespace: a.namespace, latencyMs: a.latencyMs, rep: a.rep, ...r }))));
+  const lines = sequential.latencies.flatMap((l) =>
+    l.apps.flatMap((a) => a.records.map((r) => JSON.stringify({ namespace: a.namespace, latencyMs: a.latencyMs, rep: a.rep, ...r }))),
+  );
   writeFileSync(join(RESULTS_DIR, 'sequential-events.jsonl'), `${lines.join('\n')}\n`);
 }
 log(`\nJSON: ${OUT}`);

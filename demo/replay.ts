@@ -25,7 +25,14 @@ const kubeconfig = join(dir, 'kubeconfig');
 emulator.writeKubeconfig(kubeconfig);
 const port = await freePort();
 const child = spawn(process.execPath, [entry], {
-  env: { ...process.env, KUBECONFIG: kubeconfig, PORT: String(port), WATCH_NAMESPACES: NAMESPACE, COOLDOWN_SECONDS: '300', LOG_LEVEL: 'warn' },
+  env: {
+    ...process.env,
+    KUBECONFIG: kubeconfig,
+    PORT: String(port),
+    WATCH_NAMESPACES: NAMESPACE,
+    COOLDOWN_SECONDS: '300',
+    LOG_LEVEL: 'warn',
+  },
   stdio: ['ignore', 'inherit', 'inherit'],
 });
 const url = `http://127.0.0.1:${port}/`;
@@ -46,7 +53,9 @@ try {
   const driverRef = { name: driver.metadata.name, uid: driver.metadata.uid! };
   const executors: PodBody[] = [];
   for (let i = 1; i <= EXECUTORS; i++) {
-    const pod = emulator.seed(executorPod({ namespace: NAMESPACE, appId, execId: String(i), driver: driverRef, blockManagerPort: BLOCK_MANAGER_PORT })) as PodBody;
+    const pod = emulator.seed(
+      executorPod({ namespace: NAMESPACE, appId, execId: String(i), driver: driverRef, blockManagerPort: BLOCK_MANAGER_PORT }),
+    ) as PodBody;
     executors.push(pod);
     await send('add', pod);
   }
@@ -94,8 +103,12 @@ async function send(verb: 'add' | 'update' | 'delete', pod: PodBody): Promise<Po
   const reply = await postPodEvent(url, verb, pod);
   const ms = (performance.now() - t0).toFixed(1);
   if (reply.status !== 200 || reply.data === undefined) throw new Error(`function answered ${reply.status}: ${reply.text}`);
-  const services = reply.data.outcomes.map((o) => `${o.service}: ${o.action}${o.detail === undefined || o.detail === '' ? '' : ` (${o.detail})`}`);
-  console.log(`   ${verb.padEnd(6)} ${pod.metadata.name.padEnd(44)} -> ${reply.type} [${ms} ms]${services.length > 0 ? `\n${services.map((s) => `          ${s}`).join('\n')}` : reply.data.reason === undefined ? '' : ` (${reply.data.reason})`}`);
+  const services = reply.data.outcomes.map(
+    (o) => `${o.service}: ${o.action}${o.detail === undefined || o.detail === '' ? '' : ` (${o.detail})`}`,
+  );
+  console.log(
+    `   ${verb.padEnd(6)} ${pod.metadata.name.padEnd(44)} -> ${reply.type} [${ms} ms]${services.length > 0 ? `\n${services.map((s) => `          ${s}`).join('\n')}` : reply.data.reason === undefined ? '' : ` (${reply.data.reason})`}`,
+  );
   return reply;
 }
 
@@ -106,9 +119,16 @@ function table(): void {
     console.log('   (no Services of ours left)');
     return;
   }
-  console.log(`   ${'SERVICE'.padEnd(52)} ${'CLUSTER-IP'.padEnd(13)} ${'PORT'.padEnd(5)} ${'OWNER'.padEnd(24)} ${'ENDPOINTS'.padEnd(9)} EXECUTOR-GONE-AT`);
-  for (const svc of services as Array<{ metadata: { name: string; ownerReferences?: Array<{ name: string }>; annotations?: Record<string, string> }; spec: { clusterIP?: string; selector: Record<string, string>; ports: Array<{ port: number }> } }>) {
-    const selector = Object.entries(svc.spec.selector).map(([k, v]) => `${k}=${v}`).join(',');
+  console.log(
+    `   ${'SERVICE'.padEnd(52)} ${'CLUSTER-IP'.padEnd(13)} ${'PORT'.padEnd(5)} ${'OWNER'.padEnd(24)} ${'ENDPOINTS'.padEnd(9)} EXECUTOR-GONE-AT`,
+  );
+  for (const svc of services as Array<{
+    metadata: { name: string; ownerReferences?: Array<{ name: string }>; annotations?: Record<string, string> };
+    spec: { clusterIP?: string; selector: Record<string, string>; ports: Array<{ port: number }> };
+  }>) {
+    const selector = Object.entries(svc.spec.selector)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(',');
     const endpoints = emulator.listObjects('pods', NAMESPACE, selector).length;
     console.log(
       `   ${svc.metadata.name.padEnd(52)} ${(svc.spec.clusterIP ?? '').padEnd(13)} ${String(svc.spec.ports[0]?.port ?? '').padEnd(5)} ${(svc.metadata.ownerReferences?.[0]?.name ?? '-').slice(0, 24).padEnd(24)} ${String(endpoints).padEnd(9)} ${svc.metadata.annotations?.['spark-exec-svc/executor-gone-at'] ?? '-'}`,

@@ -26,7 +26,18 @@ for (const f of ['main.cjs', 'main.cjs.cache', 'start.cjs']) rmSync(join(out, f)
 // CommonJS: the bundle's require() of node builtins returns them as they are (ESM imports of
 // builtins build a facade of every export, which loads lazy ones such as http's undici-based
 // WebSocket). Minified and ASCII-only: less to read and parse, and start.ts reads it as latin1.
-run(ROLLDOWN, ['functions/executor-service/bundle.ts', '--platform', 'node', '--format', 'cjs', '--minify', '--charset', 'ascii', '--file', join(out, 'main.cjs')]);
+run(ROLLDOWN, [
+  'functions/executor-service/bundle.ts',
+  '--platform',
+  'node',
+  '--format',
+  'cjs',
+  '--minify',
+  '--charset',
+  'ascii',
+  '--file',
+  join(out, 'main.cjs'),
+]);
 run(ROLLDOWN, ['functions/executor-service/start.ts', '--platform', 'node', '--format', 'cjs', '--file', join(out, 'start.cjs')]);
 assertAsciiOutsideComments(readFileSync(join(out, 'main.cjs'), 'latin1'));
 run(process.execPath, [join(out, 'start.cjs'), '--write-code-cache']);

@@ -44,7 +44,12 @@ function specifiers(text: string): string[] {
 
 const files = sourceFiles(SHARED);
 const graph = new Map<string, string[]>(
-  files.map((file) => [file, specifiers(readFileSync(file, 'utf8')).filter((s) => s.startsWith('.')).map((s) => resolve(dirname(file), s))]),
+  files.map((file) => [
+    file,
+    specifiers(readFileSync(file, 'utf8'))
+      .filter((s) => s.startsWith('.'))
+      .map((s) => resolve(dirname(file), s)),
+  ]),
 );
 const name = (file: string): string => relative(SHARED, file);
 
@@ -52,14 +57,18 @@ describe('the import graph of shared/', () => {
   it('finds the files and their imports (the parser is not blind)', () => {
     expect(files.length).toBeGreaterThan(20);
     expect(graph.get(join(SHARED, 'engine', 'reconcile.ts'))).toContain(join(SHARED, 'rules', 'decide.ts'));
-    expect(specifiers("import type { A } from './a.ts';\nexport { B } from '../b.ts';\nconst c = await import('./c.ts');")).toEqual(['./a.ts', '../b.ts', './c.ts']);
+    expect(specifiers("import type { A } from './a.ts';\nexport { B } from '../b.ts';\nconst c = await import('./c.ts');")).toEqual([
+      './a.ts',
+      '../b.ts',
+      './c.ts',
+    ]);
   });
 
   it('imports only downward or within a folder', () => {
     const upward: string[] = [];
     for (const [file, targets] of graph) {
       for (const target of targets) {
-        if (!target.startsWith(SHARED + '/')) {
+        if (!target.startsWith(`${SHARED}/`)) {
           upward.push(`${name(file)} → ${relative(SHARED, target)} (outside shared/)`);
           continue;
         }

@@ -85,7 +85,11 @@ export function goJson(value: unknown): string {
   const sorted = (v: unknown): unknown => {
     if (Array.isArray(v)) return v.map(sorted);
     if (v !== null && typeof v === 'object') {
-      return Object.fromEntries(Object.keys(v as object).sort().map((k) => [k, sorted((v as Record<string, unknown>)[k])]));
+      return Object.fromEntries(
+        Object.keys(v as object)
+          .sort()
+          .map((k) => [k, sorted((v as Record<string, unknown>)[k])]),
+      );
     }
     return v;
   };
@@ -131,7 +135,12 @@ export function adapterEvent(spec: EventSpec): AdapterEvent {
       namespace?: unknown;
       metadata?: { name?: unknown; namespace?: unknown };
     };
-    const ext = { kind: obj.kind, apiversion: obj.apiVersion, name: obj.metadata?.name ?? obj.name, namespace: obj.metadata?.namespace ?? obj.namespace };
+    const ext = {
+      kind: obj.kind,
+      apiversion: obj.apiVersion,
+      name: obj.metadata?.name ?? obj.name,
+      namespace: obj.metadata?.namespace ?? obj.namespace,
+    };
     for (const [key, value] of Object.entries(ext)) if (typeof value === 'string' && value !== '') headers[`ce-${key}`] = value;
     if (typeof ext.namespace === 'string') headers['kn-namespace'] = ext.namespace;
   }
@@ -152,7 +161,12 @@ export function podEvent<P extends PodLike>(verb: Verb, pod: P, mode: SourceMode
 
 /** The PingSource's event (the periodic sweep), as knative/base/pingsource.yaml configures it. */
 export function sweepEvent(id: string = `sweep-${randomUUID()}`): AdapterEvent {
-  return adapterEvent({ type: SWEEP_EVENT_TYPE, data: { action: 'sweep' }, id, source: '/apis/v1/namespaces/spark/pingsources/spark-exec-svc-sweep' });
+  return adapterEvent({
+    type: SWEEP_EVENT_TYPE,
+    data: { action: 'sweep' },
+    id,
+    source: '/apis/v1/namespaces/spark/pingsources/spark-exec-svc-sweep',
+  });
 }
 
 // ---- the sender ----------------------------------------------------------------------------------
@@ -206,13 +220,26 @@ export class AdapterSender {
     return new Promise((resolve, reject) => {
       const started = performance.now();
       const req = request(
-        { host: this.url.hostname, port: this.url.port, path: this.url.pathname, method: 'POST', headers: event.headers, agent: this.agent, timeout: timeoutMs },
+        {
+          host: this.url.hostname,
+          port: this.url.port,
+          path: this.url.pathname,
+          method: 'POST',
+          headers: event.headers,
+          agent: this.agent,
+          timeout: timeoutMs,
+        },
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (chunk: Buffer) => chunks.push(chunk));
           res.on('end', () => {
             const type = res.headers['ce-type'];
-            resolve({ status: res.statusCode ?? 0, type: typeof type === 'string' ? type : undefined, body: Buffer.concat(chunks).toString('utf8'), ms: performance.now() - started });
+            resolve({
+              status: res.statusCode ?? 0,
+              type: typeof type === 'string' ? type : undefined,
+              body: Buffer.concat(chunks).toString('utf8'),
+              ms: performance.now() - started,
+            });
           });
           res.on('error', reject);
         },
@@ -324,7 +351,14 @@ export async function postCloudEvent(url: string, spec: EventSpec, mode: Content
     delete headers['content-length']; // fetch sets it
     body = event.body;
   } else {
-    const ce = new CloudEvent({ id: spec.id ?? randomUUID(), type: spec.type, source: spec.source ?? 'https://10.96.0.1:443', subject: spec.subject, datacontenttype: 'application/json', data: spec.data });
+    const ce = new CloudEvent({
+      id: spec.id ?? randomUUID(),
+      type: spec.type,
+      source: spec.source ?? 'https://10.96.0.1:443',
+      subject: spec.subject,
+      datacontenttype: 'application/json',
+      data: spec.data,
+    });
     const message = HTTP.structured(ce);
     headers = message.headers as Record<string, string>;
     body = typeof message.body === 'string' ? message.body : JSON.stringify(message.body);
@@ -338,19 +372,34 @@ export async function postCloudEvent(url: string, spec: EventSpec, mode: Content
 }
 
 /** A pod event posted once, as the adapter would send it for the pod's state given. */
-export const postPodEvent = <P extends PodLike>(url: string, verb: Verb, pod: P, options: { mode?: SourceMode; content?: ContentMode; id?: string } = {}): Promise<PostedReply> => {
+export const postPodEvent = <P extends PodLike>(
+  url: string,
+  verb: Verb,
+  pod: P,
+  options: { mode?: SourceMode; content?: ContentMode; id?: string } = {},
+): Promise<PostedReply> => {
   const { namespace, name } = pod.metadata;
   const ref = options.mode === 'ref';
   return postCloudEvent(
     url,
-    { type: podEventType(verb, options.mode), data: ref ? { apiVersion: 'v1', kind: 'Pod', name, namespace } : pod, subject: podSubject(namespace, name), ...(options.id === undefined ? {} : { id: options.id }) },
+    {
+      type: podEventType(verb, options.mode),
+      data: ref ? { apiVersion: 'v1', kind: 'Pod', name, namespace } : pod,
+      subject: podSubject(namespace, name),
+      ...(options.id === undefined ? {} : { id: options.id }),
+    },
     options.content,
   );
 };
 
 /** The sweep's PingSource event, posted once. */
 export const postSweep = (url: string, id = `sweep-${randomUUID()}`): Promise<PostedReply> =>
-  postCloudEvent(url, { id, type: SWEEP_EVENT_TYPE, data: { action: 'sweep' }, source: '/apis/v1/namespaces/spark/pingsources/spark-exec-svc-sweep' });
+  postCloudEvent(url, {
+    id,
+    type: SWEEP_EVENT_TYPE,
+    data: { action: 'sweep' },
+    source: '/apis/v1/namespaces/spark/pingsources/spark-exec-svc-sweep',
+  });
 
 /** A posted event delivered with the adapter's retry policy: the final reply and how many attempts it took. */
 export async function deliverLikeAdapter(send: () => Promise<PostedReply>): Promise<{ reply: PostedReply; attempts: number }> {

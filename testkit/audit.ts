@@ -26,11 +26,11 @@ export function auditRequests(requests: readonly RequestRecord[], scope: AuditSc
     if (r.namespace === undefined) problems.push(`cluster-wide request: ${what}`);
     else if (!scope.namespaces.includes(r.namespace)) problems.push(`request outside the watched namespaces: ${what}`);
     if (r.resource === 'pods' && WRITE_VERBS.has(r.verb)) problems.push(`pod write: ${what}`);
-    if (r.verb === 'deletecollection' || r.verb === 'update' || r.verb === 'watch') problems.push(`verb ${r.verb} never used by the function: ${what}`);
+    if (r.verb === 'deletecollection' || r.verb === 'update' || r.verb === 'watch')
+      problems.push(`verb ${r.verb} never used by the function: ${what}`);
     if (r.resource === 'services' && WRITE_VERBS.has(r.verb) && r.name !== undefined && foreign.has(`${r.namespace}/${r.name}`)) {
       problems.push(`write to a foreign Service: ${what}`);
     }
   }
   return problems;
 }
-

@@ -45,7 +45,14 @@ export async function startHarness(env: Record<string, string> = {}, opts: Harne
   // queue-proxy sits in front and holds in-flight requests to containerConcurrency (20), so the
   // default MAX_CONNECTIONS (64) is raised here unless a test sets it.
   const config = loadConfig(
-    { WATCH_NAMESPACES: 'spark', BLOCK_MANAGER_PORT: '7079', LOG_LEVEL: 'debug', SWEEP_MIN_INTERVAL_MS: '0', MAX_CONNECTIONS: '10000', ...env },
+    {
+      WATCH_NAMESPACES: 'spark',
+      BLOCK_MANAGER_PORT: '7079',
+      LOG_LEVEL: 'debug',
+      SWEEP_MIN_INTERVAL_MS: '0',
+      MAX_CONNECTIONS: '10000',
+      ...env,
+    },
     () => undefined,
   );
   const logs: Array<Record<string, unknown>> = [];
@@ -87,4 +94,3 @@ export async function startHarness(env: Record<string, string> = {}, opts: Harne
     },
   };
 }
-

@@ -63,7 +63,8 @@ export interface Ref {
 }
 
 export const terminal = (pod: Obj): boolean => TERMINAL.has(pod.status?.phase ?? '');
-export const optedIn = (pod: Obj | undefined): boolean => pod?.metadata.labels?.[ENABLED] === 'true' || pod?.metadata.annotations?.[ENABLED] === 'true';
+export const optedIn = (pod: Obj | undefined): boolean =>
+  pod?.metadata.labels?.[ENABLED] === 'true' || pod?.metadata.annotations?.[ENABLED] === 'true';
 /** The pod named by `ref`, when it exists with that UID and is not terminal. */
 export function livePod(pods: ReadonlyMap<string, Obj>, ref: Ref | undefined): Obj | undefined {
   const pod = ref === undefined ? undefined : pods.get(ref.name);
@@ -153,12 +154,20 @@ export function serviceProblems(svc: Obj | undefined, owed: Owed, check: Service
   const owners = svc.metadata.ownerReferences ?? [];
   const o = owners[0];
   if (owners.length !== 1 || o?.name !== owed.driver.name || o.uid !== owed.driver.uid || o.kind !== 'Pod' || o.apiVersion !== 'v1') {
-    problems.push(`owners ${JSON.stringify(owners.map((x) => `${x.kind}/${x.name}/${x.uid}`))}, want Pod/${owed.driver.name}/${owed.driver.uid}`);
+    problems.push(
+      `owners ${JSON.stringify(owners.map((x) => `${x.kind}/${x.name}/${x.uid}`))}, want Pod/${owed.driver.name}/${owed.driver.uid}`,
+    );
   }
   if (!selectsExactly(svc.spec?.selector, owed.appId, owed.execId)) problems.push(`selector ${JSON.stringify(svc.spec?.selector)}`);
-  if (svc.spec?.ports?.[0]?.['port'] !== owed.port) problems.push(`port ${String(svc.spec?.ports?.[0]?.['port'])}, the executor listens on ${owed.port}`);
-  if (check.identity === true && (annotations[EXECUTOR_UID] !== owed.pod.metadata.uid || annotations[EXECUTOR_POD] !== owed.pod.metadata.name)) {
-    problems.push(`records executor ${annotations[EXECUTOR_POD]}/${annotations[EXECUTOR_UID]}, not ${owed.pod.metadata.name}/${owed.pod.metadata.uid}`);
+  if (svc.spec?.ports?.[0]?.['port'] !== owed.port)
+    problems.push(`port ${String(svc.spec?.ports?.[0]?.['port'])}, the executor listens on ${owed.port}`);
+  if (
+    check.identity === true &&
+    (annotations[EXECUTOR_UID] !== owed.pod.metadata.uid || annotations[EXECUTOR_POD] !== owed.pod.metadata.name)
+  ) {
+    problems.push(
+      `records executor ${annotations[EXECUTOR_POD]}/${annotations[EXECUTOR_UID]}, not ${owed.pod.metadata.name}/${owed.pod.metadata.uid}`,
+    );
   }
   if (check.shape === true) problems.push(...shapeProblems(svc, owed.appId, owed.execId, owed.port));
   return problems;
@@ -174,11 +183,18 @@ export function shapeProblems(svc: Obj, appId: string, execId: string, port: num
   if (svc.spec?.type !== 'ClusterIP') problems.push(`type ${svc.spec?.type}`);
   const ports = svc.spec?.ports ?? [];
   const p = ports[0];
-  if (ports.length !== 1 || p?.['name'] !== 'spark-block-manager' || p['port'] !== port || p['targetPort'] !== port || p['protocol'] !== 'TCP') {
+  if (
+    ports.length !== 1 ||
+    p?.['name'] !== 'spark-block-manager' ||
+    p['port'] !== port ||
+    p['targetPort'] !== port ||
+    p['protocol'] !== 'TCP'
+  ) {
     problems.push(`ports ${JSON.stringify(ports)}, want spark-block-manager ${port}`);
   }
   const labels = svc.metadata.labels ?? {};
-  if (labels[MANAGED_BY] !== 'spark-exec-svc' || labels[APP] !== appId || labels[EXEC] !== execId) problems.push(`labels ${JSON.stringify(labels)}`);
+  if (labels[MANAGED_BY] !== 'spark-exec-svc' || labels[APP] !== appId || labels[EXEC] !== execId)
+    problems.push(`labels ${JSON.stringify(labels)}`);
   return problems;
 }
 
@@ -218,7 +234,9 @@ export function invariantProblems(view: ClusterView, options: InvariantOptions):
     const mustHold = genuine.length > 0 ? genuine : verdicts.length === 1 ? verdicts : [];
     for (const v of mustHold) problems.push(...v.problems.map((p) => `Service ${name} of live executor ${v.pod}: ${p}`));
     if (mustHold.length === 0 && svc !== undefined && !verdicts.some((v) => v.problems.length === 0)) {
-      problems.push(`Service ${name}, claimed by ${verdicts.map((v) => v.pod).join(', ')}, serves none of them: ${JSON.stringify(verdicts)}`);
+      problems.push(
+        `Service ${name}, claimed by ${verdicts.map((v) => v.pod).join(', ')}, serves none of them: ${JSON.stringify(verdicts)}`,
+      );
     }
   }
   return problems;
@@ -231,7 +249,10 @@ export interface ObjectStore {
 }
 
 export function clusterView(store: ObjectStore, namespace: string): ClusterView {
-  return { pods: store.listObjects('pods', namespace) as unknown as Obj[], services: store.listObjects('services', namespace) as unknown as Obj[] };
+  return {
+    pods: store.listObjects('pods', namespace) as unknown as Obj[],
+    services: store.listObjects('services', namespace) as unknown as Obj[],
+  };
 }
 
 // ---- once nothing changes any more: the Services a correct system ends with --------------------------
@@ -260,7 +281,12 @@ export interface ExpectedService {
  * gone now. Nothing else of ours may exist (docs/reliability.md: a Service never outlives its
  * owner; a marked Service waits for its cool-down).
  */
-export function expectedServices(executors: readonly Obj[], store: ObjectStore, watched: readonly string[], defaultPort: number): Map<string, ExpectedService> {
+export function expectedServices(
+  executors: readonly Obj[],
+  store: ObjectStore,
+  watched: readonly string[],
+  defaultPort: number,
+): Map<string, ExpectedService> {
   const expected = new Map<string, ExpectedService>();
   for (const last of executors) {
     const namespace = last.metadata.namespace ?? '';
@@ -302,11 +328,17 @@ export interface ForeignService {
 }
 
 /** Every difference between the Services in `namespaces` and `expected`; [] = converged. Someone else's Services must be byte for byte the same. */
-export function convergenceProblems(store: ObjectStore, expected: ReadonlyMap<string, ExpectedService>, namespaces: readonly string[], foreign: readonly ForeignService[] = []): string[] {
+export function convergenceProblems(
+  store: ObjectStore,
+  expected: ReadonlyMap<string, ExpectedService>,
+  namespaces: readonly string[],
+  foreign: readonly ForeignService[] = [],
+): string[] {
   const problems: string[] = [];
   const foreignKeys = new Set(foreign.map((f) => `${f.namespace}/${f.name}`));
   for (const f of foreign) {
-    if (JSON.stringify(store.getObject('services', f.namespace, f.name)) !== JSON.stringify(f.snapshot)) problems.push(`foreign Service ${f.namespace}/${f.name} was changed or removed`);
+    if (JSON.stringify(store.getObject('services', f.namespace, f.name)) !== JSON.stringify(f.snapshot))
+      problems.push(`foreign Service ${f.namespace}/${f.name} was changed or removed`);
   }
   const seen = new Set<string>();
   for (const ns of namespaces) {
@@ -316,7 +348,9 @@ export function convergenceProblems(store: ObjectStore, expected: ReadonlyMap<st
       if (foreignKeys.has(key)) continue;
       const want = expected.get(key);
       if (want === undefined) {
-        problems.push(`unexpected Service ${key} (labels ${JSON.stringify(svc.metadata.labels ?? {})}, owner ${JSON.stringify(svc.metadata.ownerReferences?.[0]?.name)})`);
+        problems.push(
+          `unexpected Service ${key} (labels ${JSON.stringify(svc.metadata.labels ?? {})}, owner ${JSON.stringify(svc.metadata.ownerReferences?.[0]?.name)})`,
+        );
         continue;
       }
       seen.add(key);

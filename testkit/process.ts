@@ -23,7 +23,8 @@ export async function waitForHttpOk(url: string, options: { timeoutMs?: number; 
     } catch {
       // not listening yet
     }
-    if (options.child !== undefined && options.child.exitCode !== null) throw new Error(`process exited with code ${options.child.exitCode} before ${url} answered`);
+    if (options.child !== undefined && options.child.exitCode !== null)
+      throw new Error(`process exited with code ${options.child.exitCode} before ${url} answered`);
     if (Date.now() > deadline) throw new Error(`${url} did not answer 2xx within ${options.timeoutMs ?? 10_000} ms`);
     await new Promise((resolve) => setTimeout(resolve, 25));
   }

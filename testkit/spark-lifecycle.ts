@@ -30,7 +30,13 @@ export const STATUS_STEPS: readonly StatusStep[] = ['scheduled', 'creating', 'ru
 export const RUNNING_STATUS_STEPS: readonly StatusStep[] = ['running', 'ready'];
 
 const iso = (): string => new Date().toISOString();
-const cond = (type: string, status: 'True' | 'False', reason?: string) => ({ type, status, lastProbeTime: null, lastTransitionTime: iso(), ...(reason === undefined ? {} : { reason }) });
+const cond = (type: string, status: 'True' | 'False', reason?: string) => ({
+  type,
+  status,
+  lastProbeTime: null,
+  lastTransitionTime: iso(),
+  ...(reason === undefined ? {} : { reason }),
+});
 const IMAGE = 'docker.io/apache/spark:4.0.0-scala2.13-java17-python3-ubuntu';
 const IMAGE_ID = 'docker.io/apache/spark@sha256:4f1b6c2a7e9d0b3c5a8f2e1d6c9b0a3f7e2d5c8b1a4f7e0d3c6b9a2f5e8d1c4b';
 const containerId = (name: string): string => `containerd://${Buffer.from(name.padEnd(32, '.')).toString('hex').slice(0, 64)}`;
@@ -51,7 +57,13 @@ export function executorStatusPatch(step: StatusStep | 'failed', name: string, i
           hostIP: '10.0.3.17',
           hostIPs: [{ ip: '10.0.3.17' }],
           startTime: iso(),
-          conditions: [cond('PodReadyToStartContainers', 'False'), cond('Initialized', 'True'), cond('Ready', 'False', 'ContainersNotReady'), cond('ContainersReady', 'False', 'ContainersNotReady'), cond('PodScheduled', 'True')],
+          conditions: [
+            cond('PodReadyToStartContainers', 'False'),
+            cond('Initialized', 'True'),
+            cond('Ready', 'False', 'ContainersNotReady'),
+            cond('ContainersReady', 'False', 'ContainersNotReady'),
+            cond('PodScheduled', 'True'),
+          ],
           containerStatuses: [containerStatus({ ready: false, started: false, state: { waiting: { reason: 'ContainerCreating' } } })],
         },
       };
@@ -61,14 +73,26 @@ export function executorStatusPatch(step: StatusStep | 'failed', name: string, i
           phase: 'Running',
           podIP: podIp(index),
           podIPs: [{ ip: podIp(index) }],
-          conditions: [cond('PodReadyToStartContainers', 'True'), cond('Initialized', 'True'), cond('Ready', 'False', 'ContainersNotReady'), cond('ContainersReady', 'False', 'ContainersNotReady'), cond('PodScheduled', 'True')],
+          conditions: [
+            cond('PodReadyToStartContainers', 'True'),
+            cond('Initialized', 'True'),
+            cond('Ready', 'False', 'ContainersNotReady'),
+            cond('ContainersReady', 'False', 'ContainersNotReady'),
+            cond('PodScheduled', 'True'),
+          ],
           containerStatuses: [containerStatus({ ...ran, ready: false, started: true, state: started })],
         },
       };
     case 'ready':
       return {
         status: {
-          conditions: [cond('PodReadyToStartContainers', 'True'), cond('Initialized', 'True'), cond('Ready', 'True'), cond('ContainersReady', 'True'), cond('PodScheduled', 'True')],
+          conditions: [
+            cond('PodReadyToStartContainers', 'True'),
+            cond('Initialized', 'True'),
+            cond('Ready', 'True'),
+            cond('ContainersReady', 'True'),
+            cond('PodScheduled', 'True'),
+          ],
           containerStatuses: [containerStatus({ ...ran, ready: true, started: true, state: started })],
         },
       };
@@ -76,8 +100,23 @@ export function executorStatusPatch(step: StatusStep | 'failed', name: string, i
       return {
         status: {
           phase: 'Failed',
-          conditions: [cond('PodReadyToStartContainers', 'False'), cond('Initialized', 'True'), cond('Ready', 'False', 'PodFailed'), cond('ContainersReady', 'False', 'PodFailed'), cond('PodScheduled', 'True')],
-          containerStatuses: [containerStatus({ ...ran, ready: false, started: false, state: { terminated: { exitCode: 143, reason: 'Error', startedAt: iso(), finishedAt: iso(), containerID: containerId(name) } } })],
+          conditions: [
+            cond('PodReadyToStartContainers', 'False'),
+            cond('Initialized', 'True'),
+            cond('Ready', 'False', 'PodFailed'),
+            cond('ContainersReady', 'False', 'PodFailed'),
+            cond('PodScheduled', 'True'),
+          ],
+          containerStatuses: [
+            containerStatus({
+              ...ran,
+              ready: false,
+              started: false,
+              state: {
+                terminated: { exitCode: 143, reason: 'Error', startedAt: iso(), finishedAt: iso(), containerID: containerId(name) },
+              },
+            }),
+          ],
         },
       };
   }

@@ -18,14 +18,20 @@ export interface PodBody {
     ownerReferences?: Array<{ apiVersion: string; kind: string; name: string; uid: string; controller?: boolean }>;
     deletionTimestamp?: string;
   };
-  spec: { containers: Array<{ name: string; image: string; env?: Array<{ name: string; value?: string; valueFrom?: unknown }>; args?: string[] }> };
+  spec: {
+    containers: Array<{ name: string; image: string; env?: Array<{ name: string; value?: string; valueFrom?: unknown }>; args?: string[] }>;
+  };
   status: { phase: string; podIP?: string };
 }
 
 export const OPT_IN = { 'spark-exec-svc/enabled': 'true' };
 
 /** Spark derives pod names from the app name, lower-cased and cleaned (KubernetesConf.getResourceNamePrefix). */
-const podNamePart = (appId: string): string => appId.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '');
+const podNamePart = (appId: string): string =>
+  appId
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, '-')
+    .replace(/^-+|-+$/g, '');
 
 export function driverPod(opts: { namespace: string; appId: string; name?: string; optIn?: boolean; phase?: string }): PodBody {
   return {
@@ -43,7 +49,9 @@ export function driverPod(opts: { namespace: string; appId: string; name?: strin
       },
     },
     spec: {
-      containers: [{ name: 'spark-kubernetes-driver', image: 'apache/spark:4.0.0', args: ['driver', '--class', 'org.apache.spark.examples.SparkPi'] }],
+      containers: [
+        { name: 'spark-kubernetes-driver', image: 'apache/spark:4.0.0', args: ['driver', '--class', 'org.apache.spark.examples.SparkPi'] },
+      ],
     },
     status: { phase: opts.phase ?? 'Running' },
   };
@@ -71,7 +79,8 @@ export function executorPod(opts: {
     { name: 'SPARK_EXECUTOR_POD_IP', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'status.podIP' } } },
     { name: 'SPARK_JAVA_OPT_0', value: '-Dspark.driver.port=7078' },
   ];
-  if (opts.blockManagerPort !== undefined) env.push({ name: 'SPARK_JAVA_OPT_1', value: `-Dspark.blockManager.port=${opts.blockManagerPort}` });
+  if (opts.blockManagerPort !== undefined)
+    env.push({ name: 'SPARK_JAVA_OPT_1', value: `-Dspark.blockManager.port=${opts.blockManagerPort}` });
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -134,7 +143,15 @@ export function appExecutors(driver: PodBody, count: number, options: { optIn?: 
   const appId = labels['spark-app-selector']!;
   const first = options.firstId ?? 1;
   return Array.from({ length: count }, (_, i) =>
-    executorPod({ namespace, appId, execId: String(first + i), driver: { name, uid }, blockManagerPort: 7079, optIn: options.optIn ?? true, name: `${name.replace(/-driver$/, '')}-exec-${first + i}` }),
+    executorPod({
+      namespace,
+      appId,
+      execId: String(first + i),
+      driver: { name, uid },
+      blockManagerPort: 7079,
+      optIn: options.optIn ?? true,
+      name: `${name.replace(/-driver$/, '')}-exec-${first + i}`,
+    }),
   );
 }
 
@@ -197,7 +214,11 @@ const TERMINATION_MESSAGE = { terminationMessagePath: '/dev/termination-log', te
 
 /** Spark's local dir and conf map volumes, and the token volume admission adds. */
 function sparkVolumes(confVolume: string, configMap: string, key: string, tokenVolume: object): object[] {
-  return [{ name: 'spark-local-dir-1', emptyDir: {} }, { name: confVolume, configMap: { name: configMap, defaultMode: 420, items: [{ key, path: key, mode: 420 }] } }, tokenVolume];
+  return [
+    { name: 'spark-local-dir-1', emptyDir: {} },
+    { name: confVolume, configMap: { name: configMap, defaultMode: 420, items: [{ key, path: key, mode: 420 }] } },
+    tokenVolume,
+  ];
 }
 
 /**
@@ -222,7 +243,14 @@ export function realisticDriverPod(namespace: string, seed: number): PodBody {
           name: 'spark-kubernetes-driver',
           image: SPARK_IMAGE,
           imagePullPolicy: 'IfNotPresent',
-          args: ['driver', '--properties-file', '/opt/spark/conf/spark.properties', '--class', 'com.example.NightlyEtl', 'local:///opt/spark/jars/nightly-etl.jar'],
+          args: [
+            'driver',
+            '--properties-file',
+            '/opt/spark/conf/spark.properties',
+            '--class',
+            'com.example.NightlyEtl',
+            'local:///opt/spark/jars/nightly-etl.jar',
+          ],
           env: [
             { name: 'SPARK_USER', value: 'spark' },
             { name: 'SPARK_APPLICATION_ID', value: appId },
@@ -317,7 +345,11 @@ export function realisticExecutorPod(driver: PodBody, execId: number, finalizer?
           ],
           ports: [{ name: 'blockmanager', containerPort: 7079, protocol: 'TCP' }],
           resources: { limits: { memory: '4505Mi' }, requests: { cpu: '2', memory: '4505Mi' } },
-          volumeMounts: [{ name: 'spark-local-dir-1', mountPath: localDir }, { name: 'spark-conf-volume-exec', mountPath: '/opt/spark/conf' }, api.mount],
+          volumeMounts: [
+            { name: 'spark-local-dir-1', mountPath: localDir },
+            { name: 'spark-conf-volume-exec', mountPath: '/opt/spark/conf' },
+            api.mount,
+          ],
           ...TERMINATION_MESSAGE,
         },
       ],

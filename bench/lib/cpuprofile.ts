@@ -80,6 +80,12 @@ export function summarizeProfile(file: string, window?: { readonly fromUs: numbe
     [...map]
       .sort((a, b) => b[1] - a[1])
       .slice(0, top)
-      .map(([name, us]) => ({ [key]: name, ms: Math.round(us / 100) / 10, share: Math.round((us / busy) * 1000) / 10 }) as { [P in K]: string } & { ms: number; share: number });
+      .map(
+        ([name, us]) =>
+          ({ [key]: name, ms: Math.round(us / 100) / 10, share: Math.round((us / busy) * 1000) / 10 }) as { [P in K]: string } & {
+            ms: number;
+            share: number;
+          },
+      );
   return { totalMs: Math.round(busy / 1000), groups: toRows(groups, 'group'), functions: toRows(functions, 'fn') };
 }

@@ -10,7 +10,13 @@ import { startEmulator } from '../../packages/kube-emulator/index.ts';
 export type EmulatorCommand =
   | { readonly op: 'seed'; readonly objects: readonly object[] }
   | { readonly op: 'delete'; readonly resource: 'pods' | 'services'; readonly namespace: string; readonly name: string }
-  | { readonly op: 'patch'; readonly resource: 'pods' | 'services'; readonly namespace: string; readonly name: string; readonly patch: object }
+  | {
+      readonly op: 'patch';
+      readonly resource: 'pods' | 'services';
+      readonly namespace: string;
+      readonly name: string;
+      readonly patch: object;
+    }
   | { readonly op: 'get'; readonly resource: 'pods' | 'services'; readonly namespace: string; readonly name: string }
   | { readonly op: 'countByVerb'; readonly resource?: string }
   /** The request log (emulator.requests) since the last reset, optionally of one namespace only. */
@@ -19,7 +25,13 @@ export type EmulatorCommand =
   /** Every later API request is answered `ms` later: stands in for a real API server's latency. */
   | { readonly op: 'latency'; readonly ms: number }
   /** How many objects match; with `annotation`, only those that carry that annotation key. */
-  | { readonly op: 'countObjects'; readonly resource: 'pods' | 'services'; readonly namespace?: string; readonly labelSelector?: string; readonly annotation?: string }
+  | {
+      readonly op: 'countObjects';
+      readonly resource: 'pods' | 'services';
+      readonly namespace?: string;
+      readonly labelSelector?: string;
+      readonly annotation?: string;
+    }
   /** Several commands in one message, run in order; their results in that order (one IPC round trip for a batch of pod changes). */
   | { readonly op: 'batch'; readonly commands: readonly EmulatorCommand[] }
   | { readonly op: 'stop' };
@@ -75,7 +87,17 @@ function run(command: EmulatorCommand): unknown {
     case 'requests':
       return emulator.requests
         .filter((r) => command.namespace === undefined || r.namespace === command.namespace)
-        .map((r): LoggedRequest => ({ verb: r.verb, resource: r.resource, namespace: r.namespace, name: r.name, query: r.query, status: r.status, at: arrivedAt.get(r) ?? 0 }));
+        .map(
+          (r): LoggedRequest => ({
+            verb: r.verb,
+            resource: r.resource,
+            namespace: r.namespace,
+            name: r.name,
+            query: r.query,
+            status: r.status,
+            at: arrivedAt.get(r) ?? 0,
+          }),
+        );
     case 'countByVerb': {
       const counts: Record<string, number> = {};
       for (const r of emulator.requests) {
@@ -94,7 +116,11 @@ function run(command: EmulatorCommand): unknown {
     case 'countObjects':
       return emulator
         .listObjects(command.resource, command.namespace, command.labelSelector)
-        .filter((o) => command.annotation === undefined || (o as { metadata?: { annotations?: Record<string, string> } }).metadata?.annotations?.[command.annotation] !== undefined).length;
+        .filter(
+          (o) =>
+            command.annotation === undefined ||
+            (o as { metadata?: { annotations?: Record<string, string> } }).metadata?.annotations?.[command.annotation] !== undefined,
+        ).length;
     case 'batch':
       return command.commands.map((c) => run(c));
     case 'stop':

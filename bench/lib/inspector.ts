@@ -55,7 +55,9 @@ export async function connectInspector(port: number): Promise<Inspector> {
   return {
     async memoryAfterGc() {
       await call('HeapProfiler.collectGarbage');
-      const result = (await call('Runtime.evaluate', { expression: 'JSON.stringify(process.memoryUsage())', returnByValue: true })) as { result: { value: string } };
+      const result = (await call('Runtime.evaluate', { expression: 'JSON.stringify(process.memoryUsage())', returnByValue: true })) as {
+        result: { value: string };
+      };
       return JSON.parse(result.result.value) as NodeJS.MemoryUsage;
     },
     async profile(run, samplingIntervalUs = 250) {

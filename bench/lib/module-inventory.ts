@@ -27,5 +27,9 @@ registerHooks({
 });
 
 process.on('exit', () => {
-  if (out !== undefined && out !== '') writeFileSync(out, JSON.stringify({ modules: loaded, builtins: (process as unknown as { moduleLoadList: readonly string[] }).moduleLoadList.length }));
+  if (out !== undefined && out !== '')
+    writeFileSync(
+      out,
+      JSON.stringify({ modules: loaded, builtins: (process as unknown as { moduleLoadList: readonly string[] }).moduleLoadList.length }),
+    );
 });

@@ -32,10 +32,7 @@ export function rssKiB(pid: number): { rss: number; hwm: number } | undefined {
 
 async function waitForExit(child: ChildProcess, ms: number): Promise<boolean> {
   if (child.exitCode !== null || child.signalCode !== null) return true;
-  return Promise.race([
-    new Promise<boolean>((resolve) => child.once('exit', () => resolve(true))),
-    sleep(ms).then(() => false),
-  ]);
+  return Promise.race([new Promise<boolean>((resolve) => child.once('exit', () => resolve(true))), sleep(ms).then(() => false)]);
 }
 
 /** SIGTERM, then SIGKILL if it is still there after `graceMs` — only this child, by its pid. */
@@ -155,7 +152,9 @@ export async function startFunctionProcess(options: FunctionOptions): Promise<Fu
     await waitForHttpOk(`${url}health/readiness`, { child, timeoutMs: 20_000 });
   } catch (error) {
     await stopChild(child);
-    throw new Error(`${error instanceof Error ? error.message : String(error)}${options.logFile === undefined ? '' : ` (log: ${options.logFile})`}`);
+    throw new Error(
+      `${error instanceof Error ? error.message : String(error)}${options.logFile === undefined ? '' : ` (log: ${options.logFile})`}`,
+    );
   }
   return { url, pid: child.pid!, child, stop: () => stopChild(child) };
 }

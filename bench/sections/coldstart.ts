@@ -55,7 +55,9 @@ export interface ColdStartResult {
   readonly bundle: { readonly ok: boolean; readonly ms: number; readonly kiB?: number; readonly cacheKiB?: number; readonly note?: string };
   readonly variants: readonly ColdVariantResult[];
   /** What the ts entry point loads up to its first answer. */
-  readonly loaded: { readonly modules: number; readonly kiB: number; readonly builtins: number; readonly byPackage: readonly PackageLoad[] } | undefined;
+  readonly loaded:
+    | { readonly modules: number; readonly kiB: number; readonly builtins: number; readonly byPackage: readonly PackageLoad[] }
+    | undefined;
   readonly importMs: Readonly<Record<string, number>>;
   readonly failures: readonly string[];
 }
@@ -75,7 +77,11 @@ function build(): ColdStartResult['build'] {
   const started = performance.now();
   rmSync(DIST, { recursive: true, force: true });
   const tsc = join(REPO_ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-  const result = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', DIST], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 120_000 });
+  const result = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', DIST], {
+    cwd: REPO_ROOT,
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
   const ms = round(performance.now() - started, 0);
   const emitted = existsSync(join(DIST, 'functions', 'executor-service', 'main.js'));
   if (result.status === 0) return { ok: true, ms };
@@ -90,15 +96,24 @@ function bundle(): ColdStartResult['bundle'] {
   const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
   const script = pkg.scripts['bundle'] ?? '';
   if (script !== 'node scripts/bundle.ts dist') return { ok: false, ms: 0, note: `unexpected bundle script: ${script}` };
-  const result = spawnSync(process.execPath, [join(REPO_ROOT, 'scripts', 'bundle.ts'), BUNDLE_DIR], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 120_000 });
+  const result = spawnSync(process.execPath, [join(REPO_ROOT, 'scripts', 'bundle.ts'), BUNDLE_DIR], {
+    cwd: REPO_ROOT,
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
   const ms = round(performance.now() - started, 0);
-  if (result.status !== 0 || !existsSync(BUNDLE)) return { ok: false, ms, note: `scripts/bundle.ts exited ${result.status}: ${(result.stdout + result.stderr).trim().slice(-300)}` };
+  if (result.status !== 0 || !existsSync(BUNDLE))
+    return { ok: false, ms, note: `scripts/bundle.ts exited ${result.status}: ${(result.stdout + result.stderr).trim().slice(-300)}` };
   // For information: the same files without the code cache, and the ESM bundle shipped before.
   rmSync(NO_CACHE_DIR, { recursive: true, force: true });
   mkdirSync(NO_CACHE_DIR, { recursive: true });
   for (const f of ['main.cjs', 'start.cjs']) copyFileSync(join(BUNDLE_DIR, f), join(NO_CACHE_DIR, f));
   rmSync(dirname(ESM_BUNDLE), { recursive: true, force: true });
-  spawnSync(join(REPO_ROOT, 'node_modules', '.bin', 'rolldown'), ['functions/executor-service/main.ts', '--platform', 'node', '--format', 'esm', '--file', ESM_BUNDLE], { cwd: REPO_ROOT, timeout: 120_000 });
+  spawnSync(
+    join(REPO_ROOT, 'node_modules', '.bin', 'rolldown'),
+    ['functions/executor-service/main.ts', '--platform', 'node', '--format', 'esm', '--file', ESM_BUNDLE],
+    { cwd: REPO_ROOT, timeout: 120_000 },
+  );
   const kiB = (f: string): number => Math.round(statSync(join(BUNDLE_DIR, f)).size / 1024);
   return { ok: true, ms, kiB: kiB('main.cjs'), cacheKiB: kiB('main.cjs.cache') };
 }
@@ -106,11 +121,21 @@ function bundle(): ColdStartResult['bundle'] {
 const FLOOR_SCRIPT = `require('node:http').createServer((q, s) => { q.resume(); q.on('end', () => s.end('{}')); }).listen(Number(process.env.PORT), '0.0.0.0', () => console.log('{"msg":"listening"}'));`;
 
 /** One cold start: spawn, wait for the "listening" log line, send one add event at once, time its answer. */
-async function coldRun(variant: ColdVariant, emulator: EmulatorProcess, executor: PodBody, extraArgs: readonly string[] = [], extraEnv: Record<string, string> = {}): Promise<ColdRun> {
+async function coldRun(
+  variant: ColdVariant,
+  emulator: EmulatorProcess,
+  executor: PodBody,
+  extraArgs: readonly string[] = [],
+  extraEnv: Record<string, string> = {},
+): Promise<ColdRun> {
   const port = await freePort();
   const args = variant.entry === '<floor>' ? ['-e', FLOOR_SCRIPT] : [...extraArgs, variant.entry];
   const started = performance.now();
-  const child = spawn(process.execPath, args, { cwd: REPO_ROOT, env: { ...functionEnv(emulator.kubeconfig, port, { ...variant.env, ...extraEnv }) }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, args, {
+    cwd: REPO_ROOT,
+    env: { ...functionEnv(emulator.kubeconfig, port, { ...variant.env, ...extraEnv }) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => {
     stderr = (stderr + d.toString()).slice(-2000);
@@ -189,23 +214,37 @@ export async function runColdStart(options: { runs: number; resultsDir: string; 
   const inventory = join(options.resultsDir, 'module-inventory.json');
   mkdirSync(BUILD_DIR, { recursive: true });
   const built = build();
-  options.log(`  build into .bench-results/dist: ${built.ok ? 'ok' : 'FAILED'} in ${built.ms} ms${built.note === undefined ? '' : ` (${built.note})`}`);
+  options.log(
+    `  build into .bench-results/dist: ${built.ok ? 'ok' : 'FAILED'} in ${built.ms} ms${built.note === undefined ? '' : ` (${built.note})`}`,
+  );
   const bundled = bundle();
-  options.log(`  bundle (what the container runs): ${bundled.ok ? `ok, main.cjs ${bundled.kiB} KiB + code cache ${bundled.cacheKiB} KiB in ${bundled.ms} ms` : bundled.note}`);
+  options.log(
+    `  bundle (what the container runs): ${bundled.ok ? `ok, main.cjs ${bundled.kiB} KiB + code cache ${bundled.cacheKiB} KiB in ${bundled.ms} ms` : bundled.note}`,
+  );
   if (!bundled.ok) failures.push(`bundle: ${bundled.note ?? 'failed'}`);
 
   const variants: ColdVariant[] = [
-    { name: 'ts: node functions/executor-service/main.ts', entry: join(REPO_ROOT, 'functions', 'executor-service', 'main.ts'), informational: true },
+    {
+      name: 'ts: node functions/executor-service/main.ts',
+      entry: join(REPO_ROOT, 'functions', 'executor-service', 'main.ts'),
+      informational: true,
+    },
   ];
   if (bundled.ok) {
     variants.push({ name: 'bundle: node start.cjs (the container)', entry: BUNDLE, informational: false });
     variants.push({ name: 'bundle without its code cache', entry: join(NO_CACHE_DIR, 'start.cjs'), informational: true });
-    if (existsSync(ESM_BUNDLE)) variants.push({ name: 'esm bundle: node main.mjs (shipped before)', entry: ESM_BUNDLE, informational: true });
+    if (existsSync(ESM_BUNDLE))
+      variants.push({ name: 'esm bundle: node main.mjs (shipped before)', entry: ESM_BUNDLE, informational: true });
   }
   if (built.ok) {
     const distMain = join(DIST, 'functions', 'executor-service', 'main.js');
     variants.push({ name: 'dist: node dist/functions/executor-service/main.js', entry: distMain, informational: true });
-    variants.push({ name: 'dist + warm NODE_COMPILE_CACHE', entry: distMain, informational: true, env: { NODE_COMPILE_CACHE: COMPILE_CACHE } });
+    variants.push({
+      name: 'dist + warm NODE_COMPILE_CACHE',
+      entry: distMain,
+      informational: true,
+      env: { NODE_COMPILE_CACHE: COMPILE_CACHE },
+    });
   }
   variants.push({ name: 'node floor: bare node:http server', entry: '<floor>', informational: true });
 
@@ -217,7 +256,9 @@ export async function runColdStart(options: { runs: number; resultsDir: string; 
     // apart, beyond the 31 the first add of a batch lists after its own, so that each run's
     // first event creates its own Service and nothing earlier made it.
     const count = (options.runs + 1) * variants.length + 2;
-    const executors = (await Promise.all(Array.from({ length: count }, (_, k) => emulator.seed(appExecutors(driver!, 1, { firstId: 1 + 40 * k }))))).flat();
+    const executors = (
+      await Promise.all(Array.from({ length: count }, (_, k) => emulator.seed(appExecutors(driver!, 1, { firstId: 1 + 40 * k }))))
+    ).flat();
     let next = 0;
     const runs = new Map<string, ColdRun[]>(variants.map((v) => [v.name, []]));
     const errors = new Map<string, string>();
@@ -259,7 +300,13 @@ export async function runColdStart(options: { runs: number; resultsDir: string; 
     // What the entry point loads before its first answer (one extra, untimed run with a load hook).
     rmSync(inventory, { force: true });
     try {
-      await coldRun(variants[0]!, emulator, executors[next++]!, ['--import', pathToFileURL(join(REPO_ROOT, 'bench', 'lib', 'module-inventory.ts')).href], { MODULE_INVENTORY_OUT: inventory });
+      await coldRun(
+        variants[0]!,
+        emulator,
+        executors[next++]!,
+        ['--import', pathToFileURL(join(REPO_ROOT, 'bench', 'lib', 'module-inventory.ts')).href],
+        { MODULE_INVENTORY_OUT: inventory },
+      );
     } catch (error) {
       options.log(`  module inventory failed: ${error instanceof Error ? error.message : String(error)}`);
     }

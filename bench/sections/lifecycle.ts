@@ -30,7 +30,15 @@ import { join } from 'node:path';
 import { EXECUTOR_GONE_AT_ANNOTATION } from '../../shared/model/labels.ts';
 import { type AdapterEvent, AdapterSender, type Answer, podEvent, sweepEvent } from '../../testkit/apiserversource.ts';
 import { callKind } from '../lib/api-calls.ts';
-import { DRIVER_RUNNING_PATCH, DRIVER_SUCCEEDED_PATCH, GRACEFUL_FINALIZER, RELEASE_PATCH, STATUS_STEPS, type StatusStep, executorStatusPatch } from '../../testkit/spark-lifecycle.ts';
+import {
+  DRIVER_RUNNING_PATCH,
+  DRIVER_SUCCEEDED_PATCH,
+  GRACEFUL_FINALIZER,
+  RELEASE_PATCH,
+  STATUS_STEPS,
+  type StatusStep,
+  executorStatusPatch,
+} from '../../testkit/spark-lifecycle.ts';
 import { type PodBody, appDriver, appExecutors } from '../../testkit/spark-pods.ts';
 import { type EmulatorProcess, type LoggedRequest, sleep, startEmulatorProcess, startFunctionProcess } from '../lib/procs.ts';
 
@@ -90,11 +98,39 @@ interface Plan {
 
 const PLANS: readonly Plan[] = [
   { scenario: 'resource, 1 executor', mode: 'resource', delivery: 'batch', executors: 1, namespace: 'lc-res-1', seed: 201 },
-  { scenario: `resource, app of ${APP_EXECUTORS}, batch`, mode: 'resource', delivery: 'batch', executors: APP_EXECUTORS, namespace: 'lc-res-batch', seed: 202 },
-  { scenario: `resource, app of ${APP_EXECUTORS}, paced`, mode: 'resource', delivery: 'paced', executors: APP_EXECUTORS, namespace: 'lc-res-paced', seed: 203 },
+  {
+    scenario: `resource, app of ${APP_EXECUTORS}, batch`,
+    mode: 'resource',
+    delivery: 'batch',
+    executors: APP_EXECUTORS,
+    namespace: 'lc-res-batch',
+    seed: 202,
+  },
+  {
+    scenario: `resource, app of ${APP_EXECUTORS}, paced`,
+    mode: 'resource',
+    delivery: 'paced',
+    executors: APP_EXECUTORS,
+    namespace: 'lc-res-paced',
+    seed: 203,
+  },
   { scenario: 'reference, 1 executor', mode: 'reference', delivery: 'batch', executors: 1, namespace: 'lc-ref-1', seed: 204 },
-  { scenario: `reference, app of ${APP_EXECUTORS}, batch`, mode: 'reference', delivery: 'batch', executors: APP_EXECUTORS, namespace: 'lc-ref-batch', seed: 205 },
-  { scenario: `reference, app of ${APP_EXECUTORS}, paced`, mode: 'reference', delivery: 'paced', executors: APP_EXECUTORS, namespace: 'lc-ref-paced', seed: 206 },
+  {
+    scenario: `reference, app of ${APP_EXECUTORS}, batch`,
+    mode: 'reference',
+    delivery: 'batch',
+    executors: APP_EXECUTORS,
+    namespace: 'lc-ref-batch',
+    seed: 205,
+  },
+  {
+    scenario: `reference, app of ${APP_EXECUTORS}, paced`,
+    mode: 'reference',
+    delivery: 'paced',
+    executors: APP_EXECUTORS,
+    namespace: 'lc-ref-paced',
+    seed: 206,
+  },
 ];
 
 /** A pod change in the emulator (not an API request: not counted) and the pod as the watch then shows it. */
@@ -130,7 +166,8 @@ const removed: Change = async (emulator, namespace, name) => {
   return last;
 };
 
-const replyType = (answer: Answer): string => (answer.status === 200 ? (answer.type ?? '?').replace(/^spark-exec-svc\./, '') : `HTTP ${answer.status}`);
+const replyType = (answer: Answer): string =>
+  answer.status === 200 ? (answer.type ?? '?').replace(/^spark-exec-svc\./, '') : `HTTP ${answer.status}`;
 
 class ScenarioRun {
   readonly steps: StepResult[] = [];
@@ -159,19 +196,32 @@ class ScenarioRun {
     const answer = await this.poster.post(event);
     const type = replyType(answer);
     replies[type] = (replies[type] ?? 0) + 1;
-    if (answer.status !== 200) this.failures.push(`lifecycle [${this.plan.scenario}] ${step}: answered ${answer.status} ${answer.body.slice(0, 200)}`);
+    if (answer.status !== 200)
+      this.failures.push(`lifecycle [${this.plan.scenario}] ${step}: answered ${answer.status} ${answer.body.slice(0, 200)}`);
     return answer;
   }
 
   /** Resets the request log, runs `deliver`, and records the calls made in this scenario's namespace. */
-  async account(step: string, part: StepPart, mustBeZero: boolean, deliver: (replies: Record<string, number>) => Promise<number>): Promise<StepResult> {
+  async account(
+    step: string,
+    part: StepPart,
+    mustBeZero: boolean,
+    deliver: (replies: Record<string, number>) => Promise<number>,
+  ): Promise<StepResult> {
     await this.emulator.reset();
     const replies: Record<string, number> = {};
     const events = await deliver(replies);
     return this.record(step, part, mustBeZero, events, replies, await this.emulator.requests(this.plan.namespace));
   }
 
-  record(step: string, part: StepPart, mustBeZero: boolean, events: number, replies: Record<string, number>, requests: readonly LoggedRequest[]): StepResult {
+  record(
+    step: string,
+    part: StepPart,
+    mustBeZero: boolean,
+    events: number,
+    replies: Record<string, number>,
+    requests: readonly LoggedRequest[],
+  ): StepResult {
     const calls: Record<string, number> = {};
     for (const r of requests) {
       const kind = callKind(r, this.driver?.metadata.name ?? '');
@@ -180,7 +230,9 @@ class ScenarioRun {
     const result: StepResult = { step, part, events, replies, calls, total: requests.length, mustBeZero };
     this.steps.push(result);
     if (mustBeZero && result.total !== 0) {
-      this.failures.push(`lifecycle [${this.plan.scenario}] ${step}: an update that changes nothing the function reads cost ${result.total} API call(s) ${JSON.stringify(calls)} — must be 0`);
+      this.failures.push(
+        `lifecycle [${this.plan.scenario}] ${step}: an update that changes nothing the function reads cost ${result.total} API call(s) ${JSON.stringify(calls)} — must be 0`,
+      );
     }
     return result;
   }
@@ -190,10 +242,17 @@ class ScenarioRun {
    * events are delivered; paced = each pod changes just before its event. Each of `parts` is
    * accounted as a step of its own (the app's first add, then the later ones).
    */
-  async executorStep(change: Change, verb: 'add' | 'update' | 'delete', parts: ReadonlyArray<{ step: string; count: number }>, part: StepPart, mustBeZero: boolean): Promise<StepResult[]> {
+  async executorStep(
+    change: Change,
+    verb: 'add' | 'update' | 'delete',
+    parts: ReadonlyArray<{ step: string; count: number }>,
+    part: StepPart,
+    mustBeZero: boolean,
+  ): Promise<StepResult[]> {
     const { namespace } = this.plan;
     const snapshots: PodBody[] = [];
-    if (this.plan.delivery === 'batch') for (const [i, name] of this.executors.entries()) snapshots[i] = await change(this.emulator, namespace, name, i);
+    if (this.plan.delivery === 'batch')
+      for (const [i, name] of this.executors.entries()) snapshots[i] = await change(this.emulator, namespace, name, i);
     const results: StepResult[] = [];
     let next = 0;
     for (const { step, count } of parts) {
@@ -223,7 +282,13 @@ class ScenarioRun {
       const [seeded] = await this.emulator.seed([{ ...appDriver(namespace, seed), status: { phase: 'Pending' } }]);
       this.driver = seeded!;
       await this.post(this.event('add', this.driver), replies, 'driver add');
-      this.driver = await this.emulator.call<PodBody>({ op: 'patch', resource: 'pods', namespace, name: this.driver.metadata.name, patch: DRIVER_RUNNING_PATCH });
+      this.driver = await this.emulator.call<PodBody>({
+        op: 'patch',
+        resource: 'pods',
+        namespace,
+        name: this.driver.metadata.name,
+        patch: DRIVER_RUNNING_PATCH,
+      });
       await this.post(this.event('update', this.driver), replies, 'driver update');
       return 2;
     });
@@ -233,32 +298,58 @@ class ScenarioRun {
     });
     this.executors.push(...bodies.map((b) => b.metadata.name));
     const seedOne: Change = async (emulator, _ns, _name, i) => (await emulator.seed([bodies[i]!]))[0]!;
-    const adds = await this.executorStep(seedOne, 'add', [
-      { step: 'add: first executor of the app', count: 1 },
-      { step: 'add: later executors of the app', count: n - 1 },
-    ], 'add', false);
+    const adds = await this.executorStep(
+      seedOne,
+      'add',
+      [
+        { step: 'add: first executor of the app', count: 1 },
+        { step: 'add: later executors of the app', count: n - 1 },
+      ],
+      'add',
+      false,
+    );
     // The adds are of Pending pods: nothing to make yet (issue 17: only a running executor claims its slot).
     for (const a of adds) {
       const answered = (a.replies['service.created'] ?? 0) + (a.replies['service.verified'] ?? 0);
-      if (answered !== a.events) this.failures.push(`lifecycle [${scenario}] ${a.step}: replies ${JSON.stringify(a.replies)}, expected service.created or service.verified for each`);
+      if (answered !== a.events)
+        this.failures.push(
+          `lifecycle [${scenario}] ${a.step}: replies ${JSON.stringify(a.replies)}, expected service.created or service.verified for each`,
+        );
     }
     // The update to Running is where the Services are made (not a no-op): the first one's list serves the batch's running executors.
-    for (const u of EXECUTOR_UPDATES) await this.executorStep(u.change, 'update', one(u.step), 'update', this.plan.mode === 'resource' && !u.step.startsWith('update: running'));
+    for (const u of EXECUTOR_UPDATES)
+      await this.executorStep(
+        u.change,
+        'update',
+        one(u.step),
+        'update',
+        this.plan.mode === 'resource' && !u.step.startsWith('update: running'),
+      );
     const withService = await this.emulator.countObjects('services', namespace);
     if (withService !== n) this.failures.push(`lifecycle [${scenario}]: ${withService} Service(s) once the executors run, expected ${n}`);
     // A pod being deleted still runs: nothing the rules read changed (asserted 0 in Resource mode too).
-    await this.executorStep(terminating, 'update', one('update: deletionTimestamp set (still Running)'), 'termination', this.plan.mode === 'resource');
+    await this.executorStep(
+      terminating,
+      'update',
+      one('update: deletionTimestamp set (still Running)'),
+      'termination',
+      this.plan.mode === 'resource',
+    );
     const [marked] = await this.executorStep(failed, 'update', one('update: phase Failed'), 'termination', false);
     this.lastMarkAt = Date.now();
     // One ended executor's event marks the ended peers it finds too; the later ones find theirs marked.
     const markedAfter = await this.emulator.countObjects('services', namespace, undefined, EXECUTOR_GONE_AT_ANNOTATION);
     const answered = (marked!.replies['service.marked-gone'] ?? 0) + (marked!.replies['service.verified'] ?? 0);
     if (markedAfter !== n || answered !== n || (marked!.replies['service.marked-gone'] ?? 0) < 1) {
-      this.failures.push(`lifecycle [${scenario}] update: phase Failed: replies ${JSON.stringify(marked!.replies)}, ${markedAfter} of ${n} Services marked gone; expected every Service marked and each event answered marked-gone or verified`);
+      this.failures.push(
+        `lifecycle [${scenario}] update: phase Failed: replies ${JSON.stringify(marked!.replies)}, ${markedAfter} of ${n} Services marked gone; expected every Service marked and each event answered marked-gone or verified`,
+      );
     }
     const [deleted] = await this.executorStep(removed, 'delete', one('delete'), 'termination', false);
     if ((deleted!.replies['service.deleted'] ?? 0) > 0) {
-      this.failures.push(`lifecycle [${scenario}] delete: ${deleted!.replies['service.deleted']} executor delete event(s) ended a cool-down (COOLDOWN_SECONDS=${COOLDOWN_SECONDS}); only the sweep should`);
+      this.failures.push(
+        `lifecycle [${scenario}] delete: ${deleted!.replies['service.deleted']} executor delete event(s) ended a cool-down (COOLDOWN_SECONDS=${COOLDOWN_SECONDS}); only the sweep should`,
+      );
     }
     const left = await this.emulator.countObjects('services', namespace);
     if (left !== n) this.failures.push(`lifecycle [${scenario}]: ${left} Service(s) exist during the cool-down, expected ${n}`);
@@ -286,7 +377,13 @@ class ScenarioRun {
   result(): ScenarioResult {
     const n = this.plan.executors;
     const sum = (part: StepPart): number => this.steps.filter((s) => s.part === part).reduce((a, s) => a + s.total, 0) / n;
-    const parts = { driver: sum('driver'), add: sum('add'), update: sum('update'), termination: sum('termination'), 'cool-down end': sum('cool-down end') };
+    const parts = {
+      driver: sum('driver'),
+      add: sum('add'),
+      update: sum('update'),
+      termination: sum('termination'),
+      'cool-down end': sum('cool-down end'),
+    };
     const total = Object.values(parts).reduce((a, b) => a + b, 0);
     const { scenario, mode, delivery, executors, namespace } = this.plan;
     return { scenario, mode, delivery, executors, namespace, steps: this.steps, perExecutor: { ...parts, total } };
@@ -328,13 +425,15 @@ export async function runLifecycle(options: { entry: string; resultsDir: string;
         if (answer.status !== 200) failures.push(`lifecycle: sweep ${sweeps} answered ${answer.status} ${answer.body.slice(0, 200)}`);
         done = answer.status === 200 && !answer.body.includes('the next sweep goes on');
       }
-      if (sweepReplies['swept'] === undefined || sweeps === MAX_SWEEPS) failures.push(`lifecycle: ${sweeps} sweeps did not finish one round over the scenarios' namespaces`);
+      if (sweepReplies['swept'] === undefined || sweeps === MAX_SWEEPS)
+        failures.push(`lifecycle: ${sweeps} sweeps did not finish one round over the scenarios' namespaces`);
       const requests = await emulator.requests();
       for (const run of runs) {
         const mine = requests.filter((r) => r.namespace === run.plan.namespace);
         run.record(`sweep: cool-down over (PingSource events for all: ${sweeps})`, 'cool-down end', false, sweeps, sweepReplies, mine);
         const left = await emulator.countObjects('services', run.plan.namespace);
-        if (left !== 0) failures.push(`lifecycle [${run.plan.scenario}]: ${left} Service(s) left after the sweep, expected their cool-down to be over`);
+        if (left !== 0)
+          failures.push(`lifecycle [${run.plan.scenario}]: ${left} Service(s) left after the sweep, expected their cool-down to be over`);
       }
       const elsewhere = requests.filter((r) => !runs.some((run) => run.plan.namespace === r.namespace));
       if (elsewhere.length > 0) failures.push(`lifecycle: the sweep made ${elsewhere.length} request(s) outside the scenarios' namespaces`);

@@ -11,7 +11,6 @@ import { DEFAULT_FACT_CACHE_LIMITS, FactCache, podKey, slotCacheKey } from '../.
 import { serviceFactFromCreated, desiredExecutorService } from '../../shared/model/service-spec.ts';
 import { podFact } from '../../shared/model/spark-pod.ts';
 import { Pod } from '../../shared/model/k8s-objects.ts';
-import { sparkAppId } from '../../testkit/spark-pods.ts';
 import { type AdapterEvent, AdapterSender, podEvent } from '../../testkit/apiserversource.ts';
 import { type PodBody, appDriver, appExecutors } from '../../testkit/spark-pods.ts';
 import { connectInspector } from '../lib/inspector.ts';
@@ -60,12 +59,18 @@ function appEvents(driver: PodBody, executors: readonly PodBody[]): Array<{ even
   for (const e of executors.slice(0, executors.length / 2)) {
     out.push({ event: podEvent('update', { ...e, status: { ...e.status, podIP: '10.244.9.9' } }) });
   }
-  for (const e of executors.slice(0, executors.length / 2)) out.push({ event: podEvent('delete', { ...e, status: { ...e.status, phase: 'Succeeded' } }) });
+  for (const e of executors.slice(0, executors.length / 2))
+    out.push({ event: podEvent('delete', { ...e, status: { ...e.status, phase: 'Succeeded' } }) });
   out.push({ event: podEvent('delete', driver), before: 'delete-driver' });
   return out;
 }
 
-export async function runMemory(options: { entry: string; events: number; resultsDir: string; log: (line: string) => void }): Promise<MemoryResult> {
+export async function runMemory(options: {
+  entry: string;
+  events: number;
+  resultsDir: string;
+  log: (line: string) => void;
+}): Promise<MemoryResult> {
   const failures: string[] = [];
   const emulator = await startEmulatorProcess();
   const samples: MemorySample[] = [];
@@ -73,7 +78,12 @@ export async function runMemory(options: { entry: string; events: number; result
   let apps = 0;
   try {
     const inspectPort = await freePort();
-    const fn = await startFunctionProcess({ entry: options.entry, kubeconfig: emulator.kubeconfig, logFile: join(options.resultsDir, 'function-memory.log'), inspectPort });
+    const fn = await startFunctionProcess({
+      entry: options.entry,
+      kubeconfig: emulator.kubeconfig,
+      logFile: join(options.resultsDir, 'function-memory.log'),
+      inspectPort,
+    });
     const poster = new AdapterSender(fn.url, { concurrency: LANES });
     const inspector = await connectInspector(inspectPort);
     // Checkpoints run between events: lanes wait while one is taken.
@@ -81,7 +91,13 @@ export async function runMemory(options: { entry: string; events: number; result
     const sample = async (events: number): Promise<void> => {
       const usage = await inspector.memoryAfterGc();
       const m = rssKiB(fn.pid);
-      samples.push({ events, rssKiB: m?.rss ?? 0, hwmKiB: m?.hwm ?? 0, heapUsedKiB: Math.round(usage.heapUsed / 1024), externalKiB: Math.round(usage.external / 1024) });
+      samples.push({
+        events,
+        rssKiB: m?.rss ?? 0,
+        hwmKiB: m?.hwm ?? 0,
+        heapUsedKiB: Math.round(usage.heapUsed / 1024),
+        externalKiB: Math.round(usage.external / 1024),
+      });
     };
     try {
       await sample(0);
@@ -96,7 +112,8 @@ export async function runMemory(options: { entry: string; events: number; result
           const executors = await emulator.seed(appExecutors(driver!, EXECUTORS_PER_APP));
           for (const { event, before } of appEvents(driver!, executors)) {
             if (sent >= options.events) return;
-            if (before === 'delete-driver') await emulator.call({ op: 'delete', resource: 'pods', namespace: NAMESPACE, name: driver!.metadata.name });
+            if (before === 'delete-driver')
+              await emulator.call({ op: 'delete', resource: 'pods', namespace: NAMESPACE, name: driver!.metadata.name });
             await checkpoint;
             sent++;
             const answer = await poster.post(event);
@@ -122,7 +139,8 @@ export async function runMemory(options: { entry: string; events: number; result
     await emulator.stop();
   }
   const caches = cacheCeilings();
-  for (const c of caches) if (c.sizeAfter > c.capacity) failures.push(`memory: ${c.name} holds ${c.sizeAfter} entries, more than its capacity ${c.capacity}`);
+  for (const c of caches)
+    if (c.sizeAfter > c.capacity) failures.push(`memory: ${c.name} holds ${c.sizeAfter} entries, more than its capacity ${c.capacity}`);
   // Live heap may grow by what the bounded caches can hold at most, plus a margin; more is a leak.
   const first = samples.find((m) => m.events === 1000);
   const last = samples[samples.length - 1];
@@ -163,13 +181,22 @@ function cacheCeilings(): CacheCeiling[] {
     const uid = `${'u'.repeat(120)}${i}`.slice(-128);
     const owner = { name: `${'d'.repeat(240)}-${i}`, uid: `${'o'.repeat(120)}${i}`.slice(-128) };
     const pod = Pod.parse({
-      metadata: { name, namespace: 'spark-jobs', uid, labels: { 'spark-role': 'executor', 'spark-app-selector': appId, 'spark-exec-id': execId }, ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', controller: true, ...owner }] },
+      metadata: {
+        name,
+        namespace: 'spark-jobs',
+        uid,
+        labels: { 'spark-role': 'executor', 'spark-app-selector': appId, 'spark-exec-id': execId },
+        ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', controller: true, ...owner }],
+      },
       status: { phase: 'Running' },
     });
     facts.pods.set(podKey('spark-jobs', name), { value: podFact(pod, 7079)!, at: now });
     const identity = { appId, execId, executor: { name, uid }, owner };
     const body = desiredExecutorService('spark-jobs', identity, 7079);
-    facts.services.set(podKey('spark-jobs', body.metadata.name), { value: serviceFactFromCreated(body, uid, String(i), identity), at: now });
+    facts.services.set(podKey('spark-jobs', body.metadata.name), {
+      value: serviceFactFromCreated(body, uid, String(i), identity),
+      at: now,
+    });
     facts.claimants.set(slotCacheKey('spark-jobs', appId, execId), { value: [name], at: now });
   }
   const bytes = heap() - before;
@@ -181,5 +208,12 @@ function cacheCeilings(): CacheCeiling[] {
 
 function ceiling(name: string, capacity: number, inserted: number, size: number, bytes: number): CacheCeiling {
   const perEntry = size === 0 ? 0 : bytes / size;
-  return { name, capacity, inserted, sizeAfter: size, bytesPerEntry: Math.round(perEntry), ceilingMiB: round((perEntry * capacity) / (1024 * 1024), 2) };
+  return {
+    name,
+    capacity,
+    inserted,
+    sizeAfter: size,
+    bytesPerEntry: Math.round(perEntry),
+    ceilingMiB: round((perEntry * capacity) / (1024 * 1024), 2),
+  };
 }

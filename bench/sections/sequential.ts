@@ -40,12 +40,31 @@ import * as k8s from '@kubernetes/client-node';
 import { EXECUTOR_GONE_AT_ANNOTATION } from '../../shared/model/labels.ts';
 import { desiredExecutorService } from '../../shared/model/service-spec.ts';
 import { type AdapterEvent, AdapterSender, type Delivery, EventStream, nowUs, podEvent } from '../../testkit/apiserversource.ts';
-import { DRIVER_RUNNING_PATCH, DRIVER_SUCCEEDED_PATCH, GRACEFUL_FINALIZER, RELEASE_PATCH, RUNNING_STATUS_STEPS, STATUS_STEPS, executorStatusPatch } from '../../testkit/spark-lifecycle.ts';
+import {
+  DRIVER_RUNNING_PATCH,
+  DRIVER_SUCCEEDED_PATCH,
+  GRACEFUL_FINALIZER,
+  RELEASE_PATCH,
+  RUNNING_STATUS_STEPS,
+  STATUS_STEPS,
+  executorStatusPatch,
+} from '../../testkit/spark-lifecycle.ts';
 import { type ProfileSummary, summarizeProfile } from '../lib/cpuprofile.ts';
 import type { EmulatorCommand } from '../lib/emulator-child.ts';
 import { connectInspector } from '../lib/inspector.ts';
 import { type PodBody, realisticDriverPod, realisticExecutorPod } from '../../testkit/spark-pods.ts';
-import { type EmulatorProcess, type FunctionProcess, REPO_ROOT, cpuMs, cpuTimes, freePort, sleep, startEmulatorProcess, startFunctionProcess, stopChild } from '../lib/procs.ts';
+import {
+  type EmulatorProcess,
+  type FunctionProcess,
+  REPO_ROOT,
+  cpuMs,
+  cpuTimes,
+  freePort,
+  sleep,
+  startEmulatorProcess,
+  startFunctionProcess,
+  stopChild,
+} from '../lib/procs.ts';
 import { waitForHttpOk } from '../../testkit/process.ts';
 import { median, percentile, round } from '../lib/stats.ts';
 import { callKind } from '../lib/api-calls.ts';
@@ -123,7 +142,13 @@ const PART_OF: Readonly<Record<Step, Part>> = {
 /** Steps that change nothing the function reads: they must cost no API call (asserted). */
 // Issue 17: 'update: running' makes the Services (only a running executor claims its slot) and
 // 'driver: update Running' may be a late opt-in (its executors are looked at): neither is a no-op.
-const NO_OP_STEPS: ReadonlySet<Step> = new Set(['driver: add (Pending)', 'update: scheduled', 'update: creating', 'update: ready', 'update: deletionTimestamp (still Running)']);
+const NO_OP_STEPS: ReadonlySet<Step> = new Set([
+  'driver: add (Pending)',
+  'update: scheduled',
+  'update: creating',
+  'update: ready',
+  'update: deletionTimestamp (still Running)',
+]);
 
 export interface EventRecord {
   readonly step: Step;
@@ -245,7 +270,13 @@ export interface SequentialResult {
   /** Per latency: every rep's events together, step by step. */
   readonly steps: ReadonlyArray<{ readonly latencyMs: number; readonly stats: readonly StepStats[] }>;
   /** Per latency: API calls per executor by part of its life (median app). */
-  readonly perExecutor: ReadonlyArray<{ readonly latencyMs: number; readonly scaleUp: number; readonly termination: number; readonly driver: number; readonly total: number }>;
+  readonly perExecutor: ReadonlyArray<{
+    readonly latencyMs: number;
+    readonly scaleUp: number;
+    readonly termination: number;
+    readonly driver: number;
+    readonly total: number;
+  }>;
   readonly paced: readonly PacedResult[];
   readonly noop: NoopResult | undefined;
   readonly largeApp: { readonly executors: number; readonly latencyMs: number; readonly events: readonly LargeAppEvent[] } | undefined;
@@ -274,7 +305,9 @@ export interface SequentialOptions {
 /** The function's environment as knative/base/service.yaml sets it (the container's env list). */
 export function manifestEnv(): Record<string, string> {
   const text = readFileSync(join(REPO_ROOT, 'knative', 'base', 'service.yaml'), 'utf8');
-  const manifest = k8s.loadYaml<{ spec: { template: { spec: { containers: Array<{ env?: Array<{ name: string; value?: string }> }> } } } }>(text);
+  const manifest = k8s.loadYaml<{ spec: { template: { spec: { containers: Array<{ env?: Array<{ name: string; value?: string }> }> } } } }>(
+    text,
+  );
   const env: Record<string, string> = {};
   for (const e of manifest.spec.template.spec.containers[0]?.env ?? []) if (e.value !== undefined) env[e.name] = e.value;
   return env;
@@ -283,13 +316,20 @@ export function manifestEnv(): Record<string, string> {
 // ---- pod changes as Kubernetes makes them ----------------------------------------------------
 
 const iso = (): string => new Date().toISOString();
-const patchCmd = (namespace: string, name: string, patch: object): EmulatorCommand => ({ op: 'patch', resource: 'pods', namespace, name, patch });
+const patchCmd = (namespace: string, name: string, patch: object): EmulatorCommand => ({
+  op: 'patch',
+  resource: 'pods',
+  namespace,
+  name,
+  patch,
+});
 const getCmd = (namespace: string, name: string): EmulatorCommand => ({ op: 'get', resource: 'pods', namespace, name });
 
 /** Runs emulator commands in chunks (bounded IPC messages); their results in order. */
 async function batch<T>(emulator: EmulatorProcess, commands: readonly EmulatorCommand[]): Promise<T[]> {
   const out: T[] = [];
-  for (let i = 0; i < commands.length; i += 250) out.push(...(await emulator.call<T[]>({ op: 'batch', commands: commands.slice(i, i + 250) })));
+  for (let i = 0; i < commands.length; i += 250)
+    out.push(...(await emulator.call<T[]>({ op: 'batch', commands: commands.slice(i, i + 250) })));
   return out;
 }
 
@@ -319,12 +359,21 @@ class Section {
   }
 
   note(what: string, delivery: Delivery): void {
-    if (!delivery.delivered || delivery.statuses.length > 1) this.failures.push(`sequential: ${what}: answered ${delivery.statuses.join(' → ')}${delivery.delivered ? '' : ` (dropped) ${delivery.body.slice(0, 200)}`}`);
-    if (this.latencyMs === TARGETS.atLatencyMs && (this.longest === undefined || delivery.ms > this.longest.ms)) this.longest = { ms: delivery.ms, what };
+    if (!delivery.delivered || delivery.statuses.length > 1)
+      this.failures.push(
+        `sequential: ${what}: answered ${delivery.statuses.join(' → ')}${delivery.delivered ? '' : ` (dropped) ${delivery.body.slice(0, 200)}`}`,
+      );
+    if (this.latencyMs === TARGETS.atLatencyMs && (this.longest === undefined || delivery.ms > this.longest.ms))
+      this.longest = { ms: delivery.ms, what };
   }
 
   /** Sends events one after another; returns what was sent and the phase's wall time (first send → last answer). */
-  async phase(sender: AdapterSender, namespace: string, events: ReadonlyArray<{ step: Step; event: AdapterEvent }>, sent: Sent[]): Promise<number> {
+  async phase(
+    sender: AdapterSender,
+    namespace: string,
+    events: ReadonlyArray<{ step: Step; event: AdapterEvent }>,
+    sent: Sent[],
+  ): Promise<number> {
     if (events.length === 0) return 0;
     const first = nowUs();
     for (const { step, event } of events) {
@@ -346,7 +395,13 @@ class Section {
       const [created] = await emulator.seed([realisticDriverPod(namespace, seed)]);
       let driver = created!;
       await this.phase(sender, namespace, [{ step: 'driver: add (Pending)', event: podEvent('add', driver) }], sent);
-      driver = await emulator.call<PodBody>({ op: 'patch', resource: 'pods', namespace, name: driver.metadata.name, patch: DRIVER_RUNNING_PATCH });
+      driver = await emulator.call<PodBody>({
+        op: 'patch',
+        resource: 'pods',
+        namespace,
+        name: driver.metadata.name,
+        patch: DRIVER_RUNNING_PATCH,
+      });
       await this.phase(sender, namespace, [{ step: 'driver: update Running', event: podEvent('update', driver) }], sent);
 
       const cpuScaleUp0 = cpuMs(this.fn.pid);
@@ -357,12 +412,26 @@ class Section {
         const ids = Array.from({ length: Math.min(BATCH_SIZE, executors - first + 1) }, (_, k) => first + k);
         const pods = await emulator.seed(ids.map((id) => realisticExecutorPod(driver, id, GRACEFUL_FINALIZER)));
         names.push(...pods.map((p) => p.metadata.name));
-        const addStep = (k: number): Step => (k > 0 ? 'add: rest of a batch' : first === 1 ? 'add: first executor of the app' : 'add: first of a later batch');
-        scaleUpMs += await this.phase(sender, namespace, pods.map((p, k) => ({ step: addStep(k), event: podEvent('add', p) })), sent);
+        const addStep = (k: number): Step =>
+          k > 0 ? 'add: rest of a batch' : first === 1 ? 'add: first executor of the app' : 'add: first of a later batch';
+        scaleUpMs += await this.phase(
+          sender,
+          namespace,
+          pods.map((p, k) => ({ step: addStep(k), event: podEvent('add', p) })),
+          sent,
+        );
         lastServiceMs = scaleUpMs;
         for (const s of STATUS_STEPS) {
-          const changed = await batch<PodBody>(emulator, pods.map((p, k) => patchCmd(namespace, p.metadata.name, executorStatusPatch(s, p.metadata.name, first + k))));
-          scaleUpMs += await this.phase(sender, namespace, changed.map((p) => ({ step: `update: ${s}` as Step, event: podEvent('update', p) })), sent);
+          const changed = await batch<PodBody>(
+            emulator,
+            pods.map((p, k) => patchCmd(namespace, p.metadata.name, executorStatusPatch(s, p.metadata.name, first + k))),
+          );
+          scaleUpMs += await this.phase(
+            sender,
+            namespace,
+            changed.map((p) => ({ step: `update: ${s}` as Step, event: podEvent('update', p) })),
+            sent,
+          );
         }
       }
 
@@ -371,18 +440,52 @@ class Section {
       // still Running), they stop (Failed, 143), the kubelet removes them.
       const cpuTeardown0 = cpuMs(this.fn.pid);
       let teardownMs = 0;
-      const deleting = await batch<PodBody | null>(emulator, names.flatMap((name) => [{ op: 'delete', resource: 'pods', namespace, name } as EmulatorCommand, getCmd(namespace, name)]));
-      teardownMs += await this.phase(sender, namespace, deleting.filter((_, k) => k % 2 === 1).map((p) => ({ step: 'update: deletionTimestamp (still Running)' as Step, event: podEvent('update', p!) })), sent);
-      const failed = await batch<PodBody>(emulator, names.map((name, k) => patchCmd(namespace, name, executorStatusPatch('failed', name, k + 1))));
-      teardownMs += await this.phase(sender, namespace, failed.map((p) => ({ step: 'update: phase Failed' as Step, event: podEvent('update', p) })), sent);
-      const removed = await batch<PodBody | null>(emulator, names.flatMap((name) => [getCmd(namespace, name), patchCmd(namespace, name, RELEASE_PATCH)]));
-      teardownMs += await this.phase(sender, namespace, removed.filter((_, k) => k % 2 === 0).map((p) => ({ step: 'delete' as Step, event: podEvent('delete', p!) })), sent);
+      const deleting = await batch<PodBody | null>(
+        emulator,
+        names.flatMap((name) => [{ op: 'delete', resource: 'pods', namespace, name } as EmulatorCommand, getCmd(namespace, name)]),
+      );
+      teardownMs += await this.phase(
+        sender,
+        namespace,
+        deleting
+          .filter((_, k) => k % 2 === 1)
+          .map((p) => ({ step: 'update: deletionTimestamp (still Running)' as Step, event: podEvent('update', p!) })),
+        sent,
+      );
+      const failed = await batch<PodBody>(
+        emulator,
+        names.map((name, k) => patchCmd(namespace, name, executorStatusPatch('failed', name, k + 1))),
+      );
+      teardownMs += await this.phase(
+        sender,
+        namespace,
+        failed.map((p) => ({ step: 'update: phase Failed' as Step, event: podEvent('update', p) })),
+        sent,
+      );
+      const removed = await batch<PodBody | null>(
+        emulator,
+        names.flatMap((name) => [getCmd(namespace, name), patchCmd(namespace, name, RELEASE_PATCH)]),
+      );
+      teardownMs += await this.phase(
+        sender,
+        namespace,
+        removed.filter((_, k) => k % 2 === 0).map((p) => ({ step: 'delete' as Step, event: podEvent('delete', p!) })),
+        sent,
+      );
       const left = await emulator.countObjects('pods', namespace, 'spark-role=executor');
-      if (left !== 0) this.failures.push(`sequential [${namespace}]: ${left} executor pod(s) still exist after their finalizers were removed`);
+      if (left !== 0)
+        this.failures.push(`sequential [${namespace}]: ${left} executor pod(s) still exist after their finalizers were removed`);
       const servicesBeforeDriverEnd = await emulator.countObjects('services', namespace);
-      if (servicesBeforeDriverEnd !== executors) this.failures.push(`sequential [${namespace}]: ${servicesBeforeDriverEnd} Service(s) during the cool-down, expected ${executors}`);
+      if (servicesBeforeDriverEnd !== executors)
+        this.failures.push(`sequential [${namespace}]: ${servicesBeforeDriverEnd} Service(s) during the cool-down, expected ${executors}`);
       // The application ends: the driver finishes, then is deleted.
-      driver = await emulator.call<PodBody>({ op: 'patch', resource: 'pods', namespace, name: driver.metadata.name, patch: DRIVER_SUCCEEDED_PATCH });
+      driver = await emulator.call<PodBody>({
+        op: 'patch',
+        resource: 'pods',
+        namespace,
+        name: driver.metadata.name,
+        patch: DRIVER_SUCCEEDED_PATCH,
+      });
       teardownMs += await this.phase(sender, namespace, [{ step: 'driver: update Succeeded', event: podEvent('update', driver) }], sent);
       const servicesGoneMs = teardownMs;
       const servicesLeft = await emulator.countObjects('services', namespace);
@@ -394,9 +497,11 @@ class Section {
       const cpu = cpuMs(this.fn.pid) - cpu0;
 
       const { records, unattributed } = await this.attribute(namespace, driver.metadata.name, sent);
-      if (unattributed > 0) this.failures.push(`sequential [${namespace}]: ${unattributed} API request(s) outside every event's send → answer window`);
+      if (unattributed > 0)
+        this.failures.push(`sequential [${namespace}]: ${unattributed} API request(s) outside every event's send → answer window`);
       for (const r of records) {
-        if (NO_OP_STEPS.has(r.step) && Object.keys(r.calls).length > 0) this.failures.push(`sequential [${namespace}] ${r.step}: a no-op event cost API calls ${JSON.stringify(r.calls)} — must be 0`);
+        if (NO_OP_STEPS.has(r.step) && Object.keys(r.calls).length > 0)
+          this.failures.push(`sequential [${namespace}] ${r.step}: a no-op event cost API calls ${JSON.stringify(r.calls)} — must be 0`);
       }
       return {
         namespace,
@@ -437,7 +542,10 @@ class Section {
       const kind = callKind(r, driverName);
       calls[j]![kind] = (calls[j]![kind] ?? 0) + 1;
     }
-    return { records: sent.map((s, k) => ({ step: s.step, ms: round(s.delivery.ms, 3), attempts: s.delivery.statuses.length, calls: calls[k]! })), unattributed };
+    return {
+      records: sent.map((s, k) => ({ step: s.step, ms: round(s.delivery.ms, 3), attempts: s.delivery.statuses.length, calls: calls[k]! })),
+      unattributed,
+    };
   }
 }
 
@@ -451,11 +559,24 @@ async function floorBodies(emulator: EmulatorProcess, namespace: string, n: numb
   const [driver] = await emulator.seed([{ ...realisticDriverPod(namespace, seed), status: { phase: 'Running', podIP: '10.244.0.5' } }]);
   const appId = driver!.metadata.labels['spark-app-selector']!;
   const owner = { name: driver!.metadata.name, uid: driver!.metadata.uid! };
-  return Array.from({ length: n }, (_, i) => desiredExecutorService(namespace, { appId, execId: String(i + 1), executor: { name: `bench-${seed}-exec-${i + 1}`, uid: `exec-uid-${seed}-${i + 1}` }, owner }, 7079));
+  return Array.from({ length: n }, (_, i) =>
+    desiredExecutorService(
+      namespace,
+      { appId, execId: String(i + 1), executor: { name: `bench-${seed}-exec-${i + 1}`, uid: `exec-uid-${seed}-${i + 1}` }, owner },
+      7079,
+    ),
+  );
 }
 
 /** N creates, then N deletes, one after another; `reuse`: every request through one connection pool, as the function's client does. */
-async function floorLoops(emulator: EmulatorProcess, api: k8s.CoreV1Api, namespace: string, n: number, seed: number, reuse: boolean): Promise<{ createMs: number; deleteMs: number }> {
+async function floorLoops(
+  emulator: EmulatorProcess,
+  api: k8s.CoreV1Api,
+  namespace: string,
+  n: number,
+  seed: number,
+  reuse: boolean,
+): Promise<{ createMs: number; deleteMs: number }> {
   const bodies = await floorBodies(emulator, namespace, n, seed);
   const options = reuse ? reuseConnectionOptions() : undefined;
   let t = performance.now();
@@ -467,7 +588,15 @@ async function floorLoops(emulator: EmulatorProcess, api: k8s.CoreV1Api, namespa
   return { createMs: round(createMs, 1), deleteMs: round(deleteMs, 1) };
 }
 
-async function floorRun(emulator: EmulatorProcess, api: k8s.CoreV1Api, namespace: string, n: number, seed: number, latencyMs: number, rep: number): Promise<FloorRun> {
+async function floorRun(
+  emulator: EmulatorProcess,
+  api: k8s.CoreV1Api,
+  namespace: string,
+  n: number,
+  seed: number,
+  latencyMs: number,
+  rep: number,
+): Promise<FloorRun> {
   const plain = await floorLoops(emulator, api, namespace, n, seed, false);
   const reuse = await floorLoops(emulator, api, `${namespace}-r`, n, seed + 5000, true);
   return { namespace, latencyMs, rep, ...plain, reuseCreateMs: reuse.createMs, reuseDeleteMs: reuse.deleteMs };
@@ -480,7 +609,16 @@ interface PacedMeta {
   readonly createdUs: number;
 }
 
-async function pacedRun(section: Section, emulator: EmulatorProcess, fn: FunctionProcess, namespace: string, seed: number, rate: number, batches: number, latencyMs: number): Promise<PacedResult> {
+async function pacedRun(
+  section: Section,
+  emulator: EmulatorProcess,
+  fn: FunctionProcess,
+  namespace: string,
+  seed: number,
+  rate: number,
+  batches: number,
+  latencyMs: number,
+): Promise<PacedResult> {
   const sender = new AdapterSender(fn.url);
   const lags: number[] = [];
   let busyMs = 0;
@@ -493,7 +631,13 @@ async function pacedRun(section: Section, emulator: EmulatorProcess, fn: Functio
   });
   try {
     const [created] = await emulator.seed([realisticDriverPod(namespace, seed)]);
-    const driver = await emulator.call<PodBody>({ op: 'patch', resource: 'pods', namespace, name: created!.metadata.name, patch: { status: { phase: 'Running', podIP: '10.244.0.5' } } });
+    const driver = await emulator.call<PodBody>({
+      op: 'patch',
+      resource: 'pods',
+      namespace,
+      name: created!.metadata.name,
+      patch: { status: { phase: 'Running', podIP: '10.244.0.5' } },
+    });
     stream.push(podEvent('add', created!), { kind: 'update', createdUs: 0 });
     stream.push(podEvent('update', driver), { kind: 'update', createdUs: 0 });
     await stream.drained();
@@ -516,7 +660,10 @@ async function pacedRun(section: Section, emulator: EmulatorProcess, fn: Functio
           for (const s of STATUS_STEPS) {
             tasks.push(
               at(k * 1000 + PACED_OFFSETS_MS[s], async () => {
-                const changed = await batch<PodBody>(emulator, pods.map((p, j) => patchCmd(namespace, p.metadata.name, executorStatusPatch(s, p.metadata.name, ids[j]!))));
+                const changed = await batch<PodBody>(
+                  emulator,
+                  pods.map((p, j) => patchCmd(namespace, p.metadata.name, executorStatusPatch(s, p.metadata.name, ids[j]!))),
+                );
                 for (const p of changed) stream.push(podEvent('update', p), { kind: 'update', createdUs });
               }),
             );
@@ -533,7 +680,8 @@ async function pacedRun(section: Section, emulator: EmulatorProcess, fn: Functio
     await stream.drained();
     const elapsedMs = (nowUs() - startedUs) / 1000;
     const services = await emulator.countObjects('services', namespace);
-    if (services !== rate * batches) section.failures.push(`sequential paced ${rate}/s: ${services} Service(s), expected ${rate * batches}`);
+    if (services !== rate * batches)
+      section.failures.push(`sequential paced ${rate}/s: ${services} Service(s), expected ${rate * batches}`);
     const calls = (await emulator.requests(namespace)).length - requestsBefore;
     return {
       podsPerSecond: rate,
@@ -553,18 +701,40 @@ async function pacedRun(section: Section, emulator: EmulatorProcess, fn: Functio
 // ---- no-op updates: the function's CPU per event --------------------------------------------
 
 /** Running executors with their Services, and the snapshots of their status updates (which change nothing the function reads). */
-async function noopFixture(section: Section, emulator: EmulatorProcess, fn: FunctionProcess, namespace: string, seed: number, executors: number): Promise<PodBody[]> {
+async function noopFixture(
+  section: Section,
+  emulator: EmulatorProcess,
+  fn: FunctionProcess,
+  namespace: string,
+  seed: number,
+  executors: number,
+): Promise<PodBody[]> {
   const sender = new AdapterSender(fn.url);
   try {
     const [created] = await emulator.seed([realisticDriverPod(namespace, seed)]);
-    const driver = await emulator.call<PodBody>({ op: 'patch', resource: 'pods', namespace, name: created!.metadata.name, patch: { status: { phase: 'Running', podIP: '10.244.0.5' } } });
+    const driver = await emulator.call<PodBody>({
+      op: 'patch',
+      resource: 'pods',
+      namespace,
+      name: created!.metadata.name,
+      patch: { status: { phase: 'Running', podIP: '10.244.0.5' } },
+    });
     const seeded = await emulator.seed(Array.from({ length: executors }, (_, i) => realisticExecutorPod(driver, i + 1)));
     // Running before their adds: only a running executor claims its slot (issue 17), and the
     // snapshots replayed below are its running states (a Pending one replayed after it runs is stale).
-    const pods = await batch<PodBody>(emulator, seeded.map((p, i) => patchCmd(namespace, p.metadata.name, executorStatusPatch('running', p.metadata.name, i + 1))));
+    const pods = await batch<PodBody>(
+      emulator,
+      seeded.map((p, i) => patchCmd(namespace, p.metadata.name, executorStatusPatch('running', p.metadata.name, i + 1))),
+    );
     for (const p of pods) section.note(`${namespace} add`, await sender.send(podEvent('add', p)));
     const snapshots: PodBody[] = [];
-    for (const s of RUNNING_STATUS_STEPS) snapshots.push(...(await batch<PodBody>(emulator, pods.map((p, i) => patchCmd(namespace, p.metadata.name, executorStatusPatch(s, p.metadata.name, i + 1))))));
+    for (const s of RUNNING_STATUS_STEPS)
+      snapshots.push(
+        ...(await batch<PodBody>(
+          emulator,
+          pods.map((p, i) => patchCmd(namespace, p.metadata.name, executorStatusPatch(s, p.metadata.name, i + 1))),
+        )),
+      );
     return snapshots;
   } finally {
     sender.close();
@@ -629,7 +799,13 @@ async function noopRun(
 /** Each figure's median over the rounds. */
 function medianMeasure(rounds: readonly NoopMeasure[]): Omit<NoopMeasure, 'calls'> {
   const m = (f: (r: NoopMeasure) => number): number => round(median(rounds.map(f)), 3);
-  return { cpuMsPerEvent: m((r) => r.cpuMsPerEvent), userMsPerEvent: m((r) => r.userMsPerEvent), systemMsPerEvent: m((r) => r.systemMsPerEvent), p50Ms: m((r) => r.p50Ms), p99Ms: m((r) => r.p99Ms) };
+  return {
+    cpuMsPerEvent: m((r) => r.cpuMsPerEvent),
+    userMsPerEvent: m((r) => r.userMsPerEvent),
+    systemMsPerEvent: m((r) => r.systemMsPerEvent),
+    p50Ms: m((r) => r.p50Ms),
+    p99Ms: m((r) => r.p99Ms),
+  };
 }
 
 /**
@@ -641,7 +817,10 @@ const SINK_SCRIPT = `require('node:http').createServer((q, s) => { const c = [];
 
 async function startBareSink(): Promise<{ url: string; pid: number; stop: () => Promise<void> }> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['-e', SINK_SCRIPT], { env: { PATH: process.env['PATH'] ?? '', PORT: String(port) }, stdio: 'ignore' });
+  const child = spawn(process.execPath, ['-e', SINK_SCRIPT], {
+    env: { PATH: process.env['PATH'] ?? '', PORT: String(port) },
+    stdio: 'ignore',
+  });
   const url = `http://127.0.0.1:${port}/`;
   try {
     await waitForHttpOk(url, { child, timeoutMs: 10_000 });
@@ -654,7 +833,13 @@ async function startBareSink(): Promise<{ url: string; pid: number; stop: () => 
 
 // ---- an application of many executors: the longest single event -----------------------------
 
-async function largeApp(section: Section, emulator: EmulatorProcess, fn: FunctionProcess, namespace: string, executors: number): Promise<LargeAppEvent[]> {
+async function largeApp(
+  section: Section,
+  emulator: EmulatorProcess,
+  fn: FunctionProcess,
+  namespace: string,
+  executors: number,
+): Promise<LargeAppEvent[]> {
   const sender = new AdapterSender(fn.url);
   const out: LargeAppEvent[] = [];
   const one = async (what: string, step: Step, event: AdapterEvent, driverName: string): Promise<void> => {
@@ -662,7 +847,13 @@ async function largeApp(section: Section, emulator: EmulatorProcess, fn: Functio
     const sent: Sent[] = [];
     await section.phase(sender, namespace, [{ step, event }], sent);
     const { records } = await section.attribute(namespace, driverName, sent);
-    out.push({ what, ms: records[0]!.ms, calls: records[0]!.calls, servicesBefore, servicesAfter: await emulator.countObjects('services', namespace) });
+    out.push({
+      what,
+      ms: records[0]!.ms,
+      calls: records[0]!.calls,
+      servicesBefore,
+      servicesAfter: await emulator.countObjects('services', namespace),
+    });
   };
   try {
     // The application ran `executors` executors; they are gone, their Services in their cool-down.
@@ -671,16 +862,44 @@ async function largeApp(section: Section, emulator: EmulatorProcess, fn: Functio
     const appId = driver.metadata.labels['spark-app-selector']!;
     const markedAt = iso();
     const services = Array.from({ length: executors }, (_, i) => {
-      const body = desiredExecutorService(namespace, { appId, execId: String(i + 1), executor: { name: `bench-900-exec-${i + 1}`, uid: `gone-${i + 1}` }, owner: { name: driver.metadata.name, uid: driver.metadata.uid! } }, 7079);
-      return { ...body, metadata: { ...body.metadata, annotations: { ...body.metadata.annotations, [EXECUTOR_GONE_AT_ANNOTATION]: markedAt } } };
+      const body = desiredExecutorService(
+        namespace,
+        {
+          appId,
+          execId: String(i + 1),
+          executor: { name: `bench-900-exec-${i + 1}`, uid: `gone-${i + 1}` },
+          owner: { name: driver.metadata.name, uid: driver.metadata.uid! },
+        },
+        7079,
+      );
+      return {
+        ...body,
+        metadata: { ...body.metadata, annotations: { ...body.metadata.annotations, [EXECUTOR_GONE_AT_ANNOTATION]: markedAt } },
+      };
     });
     for (let i = 0; i < services.length; i += 250) await emulator.seed(services.slice(i, i + 250));
     // Another application starts in the same namespace: its first executor's add counts our Services.
     const [other] = await emulator.seed([{ ...realisticDriverPod(namespace, 901), status: { phase: 'Running', podIP: '10.244.0.6' } }]);
     const [exec] = await emulator.seed([realisticExecutorPod(other!, 1)]);
-    await one(`first add of another app (namespace holds ${executors} Services)`, 'add: first executor of the app', podEvent('add', exec!), other!.metadata.name);
-    const finished = await emulator.call<PodBody>({ op: 'patch', resource: 'pods', namespace, name: driver.metadata.name, patch: DRIVER_SUCCEEDED_PATCH });
-    await one(`driver update Succeeded (${executors} Services in their cool-down)`, 'driver: update Succeeded', podEvent('update', finished), driver.metadata.name);
+    await one(
+      `first add of another app (namespace holds ${executors} Services)`,
+      'add: first executor of the app',
+      podEvent('add', exec!),
+      other!.metadata.name,
+    );
+    const finished = await emulator.call<PodBody>({
+      op: 'patch',
+      resource: 'pods',
+      namespace,
+      name: driver.metadata.name,
+      patch: DRIVER_SUCCEEDED_PATCH,
+    });
+    await one(
+      `driver update Succeeded (${executors} Services in their cool-down)`,
+      'driver: update Succeeded',
+      podEvent('update', finished),
+      driver.metadata.name,
+    );
     const last = await emulator.call<PodBody>({ op: 'get', resource: 'pods', namespace, name: driver.metadata.name });
     await emulator.call({ op: 'delete', resource: 'pods', namespace, name: driver.metadata.name });
     await one('driver delete', 'driver: delete', podEvent('delete', last), driver.metadata.name);
@@ -700,13 +919,26 @@ function stepStats(apps: readonly AppRun[]): StepStats[] {
     for (const r of records) for (const [k, v] of Object.entries(r.calls)) calls[k] = (calls[k] ?? 0) + v;
     const total = Object.values(calls).reduce((a, b) => a + b, 0);
     const ms = records.map((r) => r.ms);
-    return [{ step, events: records.length, callsPerEvent: round(total / records.length, 3), calls, p50Ms: round(median(ms), 3), p99Ms: round(percentile(ms, 99), 3), maxMs: round(Math.max(...ms), 3) }];
+    return [
+      {
+        step,
+        events: records.length,
+        callsPerEvent: round(total / records.length, 3),
+        calls,
+        p50Ms: round(median(ms), 3),
+        p99Ms: round(percentile(ms, 99), 3),
+        maxMs: round(Math.max(...ms), 3),
+      },
+    ];
   });
 }
 
 /** Groups of steps whose time adds up to the scale-up and the teardown. */
 export const TIME_GROUPS: ReadonlyArray<{ readonly group: string; readonly steps: readonly Step[] }> = [
-  { group: 'scale-up: first add of each batch (list + the batch\'s creates)', steps: ['add: first of a later batch', 'add: first executor of the app'] },
+  {
+    group: "scale-up: first add of each batch (list + the batch's creates)",
+    steps: ['add: first of a later batch', 'add: first executor of the app'],
+  },
   { group: 'scale-up: rest of a batch (Service made already)', steps: ['add: rest of a batch'] },
   { group: 'scale-up: 4 status updates (no-op)', steps: ['update: scheduled', 'update: creating', 'update: running', 'update: ready'] },
   { group: 'teardown: deletionTimestamp + delete (no-op)', steps: ['update: deletionTimestamp (still Running)', 'delete'] },
@@ -725,12 +957,18 @@ function timePerExecutor(apps: readonly AppRun[]): Record<string, number> {
 }
 
 function callsPerExecutor(app: AppRun): { scaleUp: number; termination: number; driver: number; total: number } {
-  const sum = (part: Part): number => app.records.filter((r) => PART_OF[r.step] === part).reduce((a, r) => a + Object.values(r.calls).reduce((x, y) => x + y, 0), 0);
+  const sum = (part: Part): number =>
+    app.records.filter((r) => PART_OF[r.step] === part).reduce((a, r) => a + Object.values(r.calls).reduce((x, y) => x + y, 0), 0);
   const n = app.executors;
   const scaleUp = sum('scale-up') / n;
   const termination = sum('termination') / n;
   const driver = (sum('driver start') + sum('driver end')) / n;
-  return { scaleUp: round(scaleUp, 2), termination: round(termination, 2), driver: round(driver, 2), total: round(scaleUp + termination + driver, 2) };
+  return {
+    scaleUp: round(scaleUp, 2),
+    termination: round(termination, 2),
+    driver: round(driver, 2),
+    total: round(scaleUp + termination + driver, 2),
+  };
 }
 
 export async function runSequential(options: SequentialOptions): Promise<SequentialResult> {
@@ -755,7 +993,12 @@ export async function runSequential(options: SequentialOptions): Promise<Sequent
   let large: LargeAppEvent[] | undefined;
   let podBytes = { add: 0, ready: 0, failed: 0 };
   try {
-    const fn = await startFunctionProcess({ entry: options.entry, kubeconfig: emulator.kubeconfig, env: fnEnv, logFile: join(options.resultsDir, 'function-sequential.log') });
+    const fn = await startFunctionProcess({
+      entry: options.entry,
+      kubeconfig: emulator.kubeconfig,
+      env: fnEnv,
+      logFile: join(options.resultsDir, 'function-sequential.log'),
+    });
     section = new Section(emulator, fn);
     const kubeConfig = new k8s.KubeConfig();
     kubeConfig.loadFromFile(emulator.kubeconfig);
@@ -767,8 +1010,15 @@ export async function runSequential(options: SequentialOptions): Promise<Sequent
         const [e] = await emulator.seed([realisticExecutorPod(d!, 1)]);
         const add = podEvent('add', e!).body.length;
         let ready = 0;
-        for (const s of STATUS_STEPS) ready = podEvent('update', await emulator.call<PodBody>(patchCmd('seq-sizes', e!.metadata.name, executorStatusPatch(s, e!.metadata.name, 1)))).body.length;
-        const failed = podEvent('update', await emulator.call<PodBody>(patchCmd('seq-sizes', e!.metadata.name, executorStatusPatch('failed', e!.metadata.name, 1)))).body.length;
+        for (const s of STATUS_STEPS)
+          ready = podEvent(
+            'update',
+            await emulator.call<PodBody>(patchCmd('seq-sizes', e!.metadata.name, executorStatusPatch(s, e!.metadata.name, 1))),
+          ).body.length;
+        const failed = podEvent(
+          'update',
+          await emulator.call<PodBody>(patchCmd('seq-sizes', e!.metadata.name, executorStatusPatch('failed', e!.metadata.name, 1))),
+        ).body.length;
         podBytes = { add, ready, failed };
       }
       // Warm-up (JIT) of both sides, not timed.
@@ -783,7 +1033,10 @@ export async function runSequential(options: SequentialOptions): Promise<Sequent
           await section.setLatency(lat);
           const seed = 100 + rep * 10 + latencies.indexOf(lat);
           const runFloor = async (): Promise<void> => {
-            floors.set(lat, [...(floors.get(lat) ?? []), await floorRun(emulator, api, `seqf-${lat}ms-${rep}`, options.executors, seed, lat, rep)]);
+            floors.set(lat, [
+              ...(floors.get(lat) ?? []),
+              await floorRun(emulator, api, `seqf-${lat}ms-${rep}`, options.executors, seed, lat, rep),
+            ]);
           };
           const runApp = async (): Promise<void> => {
             apps.set(lat, [...(apps.get(lat) ?? []), await section!.app(appNs(lat, rep), seed, options.executors, rep)]);
@@ -838,7 +1091,9 @@ export async function runSequential(options: SequentialOptions): Promise<Sequent
       for (const rate of options.pacedRates) {
         const r = await pacedRun(section, emulator, fn, `seq-paced-${rate}`, 300 + rate, rate, options.pacedBatches, pacedLatency);
         paced.push(r);
-        log(`  paced ${rate} pods/s at ${pacedLatency} ms/call: creation → Service p50 ${r.lagMs.p50} ms, p99 ${r.lagMs.p99} ms, max ${r.lagMs.max} ms (${r.pods} pods, stream busy ${Math.round(r.busy * 100)} %)`);
+        log(
+          `  paced ${rate} pods/s at ${pacedLatency} ms/call: creation → Service p50 ${r.lagMs.p50} ms, p99 ${r.lagMs.p99} ms, max ${r.lagMs.max} ms (${r.pods} pods, stream busy ${Math.round(r.busy * 100)} %)`,
+        );
       }
 
       // No-op updates: the function's CPU per event (no API latency: none is called).
@@ -856,10 +1111,19 @@ export async function runSequential(options: SequentialOptions): Promise<Sequent
         await sink.stop();
       }
       const calls = rounds.reduce((a, r) => a + r.calls, 0);
-      if (calls !== 0) section.failures.push(`sequential: ${options.noopEvents * rounds.length} no-op updates cost ${calls} API call(s) — must be 0`);
+      if (calls !== 0)
+        section.failures.push(`sequential: ${options.noopEvents * rounds.length} no-op updates cost ${calls} API call(s) — must be 0`);
       const measured = medianMeasure(rounds);
       const floor = medianMeasure(sinkRounds);
-      noop = { events: options.noopEvents, rounds: rounds.length, ...measured, calls, httpFloor: floor, perRound: rounds.map((r) => r.cpuMsPerEvent), httpFloorPerRound: sinkRounds.map((r) => r.cpuMsPerEvent) };
+      noop = {
+        events: options.noopEvents,
+        rounds: rounds.length,
+        ...measured,
+        calls,
+        httpFloor: floor,
+        perRound: rounds.map((r) => r.cpuMsPerEvent),
+        httpFloorPerRound: sinkRounds.map((r) => r.cpuMsPerEvent),
+      };
       log(
         `  no-op updates: ${measured.cpuMsPerEvent} ms of function CPU per event (median of ${rounds.length} × ${options.noopEvents}: ${rounds.map((r) => r.cpuMsPerEvent).join(', ')}; user ${measured.userMsPerEvent}, system ${measured.systemMsPerEvent}; target ≤ ${TARGETS.noopCpuMs}), ` +
           `p50 ${measured.p50Ms} ms, ${calls} API calls; bare node:http sink ${floor.cpuMsPerEvent} ms, p50 ${floor.p50Ms} ms`,
@@ -869,7 +1133,10 @@ export async function runSequential(options: SequentialOptions): Promise<Sequent
       if (options.largeApp > 0 && latencies.includes(TARGETS.atLatencyMs)) {
         await section.setLatency(TARGETS.atLatencyMs);
         large = await largeApp(section, emulator, fn, 'seq-large', options.largeApp);
-        for (const e of large) log(`  large app, ${TARGETS.atLatencyMs} ms/call: ${e.what}: ${Math.round(e.ms)} ms, Services ${e.servicesBefore} → ${e.servicesAfter}`);
+        for (const e of large)
+          log(
+            `  large app, ${TARGETS.atLatencyMs} ms/call: ${e.what}: ${Math.round(e.ms)} ms, Services ${e.servicesBefore} → ${e.servicesAfter}`,
+          );
       }
     } finally {
       await fn.stop();
@@ -881,28 +1148,37 @@ export async function runSequential(options: SequentialOptions): Promise<Sequent
       const inspectPort = await freePort();
       // A profile that cannot be taken (the process did not get ready in time on a loaded
       // machine) is reported as a failure; the figures measured so far are still written.
-      const prof = await startFunctionProcess({ entry: options.entry, kubeconfig: emulator.kubeconfig, env: fnEnv, logFile: join(options.resultsDir, 'function-sequential-profile.log'), inspectPort }).catch((error: unknown) => {
-        section!.failures.push(`sequential: the no-op profile could not be taken: ${error instanceof Error ? error.message : String(error)}`);
+      const prof = await startFunctionProcess({
+        entry: options.entry,
+        kubeconfig: emulator.kubeconfig,
+        env: fnEnv,
+        logFile: join(options.resultsDir, 'function-sequential-profile.log'),
+        inspectPort,
+      }).catch((error: unknown) => {
+        section!.failures.push(
+          `sequential: the no-op profile could not be taken: ${error instanceof Error ? error.message : String(error)}`,
+        );
         return undefined;
       });
-      if (prof !== undefined) try {
-        const snapshots = await noopFixture(section, emulator, prof, 'seq-noop-prof', 401, Math.min(50, options.executors));
-        const inspector = await connectInspector(inspectPort);
+      if (prof !== undefined)
         try {
-          let profile: object | undefined;
-          await noopRun(section, emulator, prof, 'seq-noop-prof', snapshots, options.noopEvents, async (run) => {
-            profile = await inspector.profile(run);
-          });
-          mkdirSync(options.profileDir, { recursive: true });
-          const file = join(options.profileDir, 'function-noop-updates.cpuprofile');
-          writeFileSync(file, JSON.stringify(profile));
-          noop = { ...noop, profile: summarizeProfile(file, undefined, 20), profileFile: file };
+          const snapshots = await noopFixture(section, emulator, prof, 'seq-noop-prof', 401, Math.min(50, options.executors));
+          const inspector = await connectInspector(inspectPort);
+          try {
+            let profile: object | undefined;
+            await noopRun(section, emulator, prof, 'seq-noop-prof', snapshots, options.noopEvents, async (run) => {
+              profile = await inspector.profile(run);
+            });
+            mkdirSync(options.profileDir, { recursive: true });
+            const file = join(options.profileDir, 'function-noop-updates.cpuprofile');
+            writeFileSync(file, JSON.stringify(profile));
+            noop = { ...noop, profile: summarizeProfile(file, undefined, 20), profileFile: file };
+          } finally {
+            inspector.close();
+          }
         } finally {
-          inspector.close();
+          await prof.stop();
         }
-      } finally {
-        await prof.stop();
-      }
     }
   } finally {
     await emulator.stop();

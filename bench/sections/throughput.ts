@@ -52,7 +52,12 @@ export interface RunOptions {
 }
 
 /** One app with n executors, seeded (driver + executor pods exist, as in a real cluster). */
-async function seedApp(emulator: EmulatorProcess, namespace: string, seed: number, n: number): Promise<{ driver: PodBody; executors: PodBody[] }> {
+async function seedApp(
+  emulator: EmulatorProcess,
+  namespace: string,
+  seed: number,
+  n: number,
+): Promise<{ driver: PodBody; executors: PodBody[] }> {
   const [driver] = await emulator.seed([appDriver(namespace, seed)]);
   const executors: PodBody[] = [];
   // Bounded IPC messages: seed in chunks.
@@ -130,7 +135,10 @@ export async function runFunction(options: RunOptions): Promise<VariantResult> {
     const warm = await seedApp(emulator, WARM_NAMESPACE, 2, options.warmup);
     await emulator.call({ op: 'latency', ms: options.apiLatencyMs ?? 0 });
     const tag = `c${options.concurrency}-n${options.n}${options.apiLatencyMs ? `-lat${options.apiLatencyMs}` : ''}`;
-    const nodeArgs = options.profileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${options.profileDir}`, `--cpu-prof-name=function-${tag}.cpuprofile`];
+    const nodeArgs =
+      options.profileDir === undefined
+        ? []
+        : ['--cpu-prof', `--cpu-prof-dir=${options.profileDir}`, `--cpu-prof-name=function-${tag}.cpuprofile`];
     const fn = await startFunctionProcess({
       entry: options.entry,
       kubeconfig: emulator.kubeconfig,
@@ -185,7 +193,8 @@ export async function runFunction(options: RunOptions): Promise<VariantResult> {
       };
       poster.close();
       await fn.stop();
-      if (options.profileDir !== undefined) profile = summarizeProfile(join(options.profileDir, `function-${tag}.cpuprofile`), { fromUs, toUs });
+      if (options.profileDir !== undefined)
+        profile = summarizeProfile(join(options.profileDir, `function-${tag}.cpuprofile`), { fromUs, toUs });
       return { ...result, profile };
     } finally {
       poster.close();

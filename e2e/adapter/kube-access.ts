@@ -27,7 +27,16 @@ export function kubeConfigOf(access: ApiAccess, user = 'user'): k8s.KubeConfig {
 }
 
 /** The kinds of our manifests that a bare API server serves (the Knative kinds need Knative's CRDs and controllers). */
-export const CORE_KINDS: ReadonlySet<string> = new Set(['Namespace', 'ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding', 'ResourceQuota', 'ConfigMap']);
+export const CORE_KINDS: ReadonlySet<string> = new Set([
+  'Namespace',
+  'ServiceAccount',
+  'Role',
+  'RoleBinding',
+  'ClusterRole',
+  'ClusterRoleBinding',
+  'ResourceQuota',
+  'ConfigMap',
+]);
 
 /**
  * Creates each object (or replaces it when it exists), in the order given after namespaces; returns
@@ -43,8 +52,13 @@ export async function applyObjects(admin: ApiAccess, objects: readonly KubeObjec
     try {
       await client.create(spec);
     } catch (error) {
-      if (!(error instanceof k8s.ApiException) || error.code !== 409) throw describe(error, `create ${object.kind}/${object.metadata.name}`);
-      const current = await client.read({ apiVersion: object.apiVersion, kind: object.kind, metadata: { name: object.metadata.name, namespace: object.metadata.namespace ?? '' } });
+      if (!(error instanceof k8s.ApiException) || error.code !== 409)
+        throw describe(error, `create ${object.kind}/${object.metadata.name}`);
+      const current = await client.read({
+        apiVersion: object.apiVersion,
+        kind: object.kind,
+        metadata: { name: object.metadata.name, namespace: object.metadata.namespace ?? '' },
+      });
       await client.replace({ ...spec, metadata: { ...spec.metadata, resourceVersion: current.metadata?.resourceVersion } });
     }
     applied.push(object);
@@ -68,7 +82,11 @@ export async function ensureNamespace(admin: ApiAccess, name: string): Promise<v
 export async function serviceAccountToken(admin: ApiAccess, namespace: string, name: string, expirationSeconds = 3600): Promise<string> {
   const core = kubeConfigOf(admin, 'admin').makeApiClient(k8s.CoreV1Api);
   try {
-    const answer = await core.createNamespacedServiceAccountToken({ namespace, name, body: { spec: { audiences: [], expirationSeconds } } });
+    const answer = await core.createNamespacedServiceAccountToken({
+      namespace,
+      name,
+      body: { spec: { audiences: [], expirationSeconds } },
+    });
     const token = answer.status?.token;
     if (token === undefined || token === '') throw new Error(`TokenRequest for ${namespace}/${name} returned no token`);
     return token;
@@ -98,7 +116,8 @@ export async function createServiceAccountWithRole(
 }
 
 function describe(error: unknown, what: string): Error {
-  if (error instanceof k8s.ApiException) return new Error(`${what}: HTTP ${error.code}: ${typeof error.body === 'string' ? error.body : JSON.stringify(error.body)}`);
+  if (error instanceof k8s.ApiException)
+    return new Error(`${what}: HTTP ${error.code}: ${typeof error.body === 'string' ? error.body : JSON.stringify(error.body)}`);
   return new Error(`${what}: ${error instanceof Error ? error.message : String(error)}`);
 }
 
@@ -106,7 +125,13 @@ function describe(error: unknown, what: string): Error {
  * One request to the API server as JSON, with no client library in between: the object as the API
  * server encodes it (field names as in the API), and the status code.
  */
-export function rawRequest(access: ApiAccess, method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<{ status: number; body: unknown }> {
+export function rawRequest(
+  access: ApiAccess,
+  method: string,
+  path: string,
+  body?: unknown,
+  contentType = 'application/json',
+): Promise<{ status: number; body: unknown }> {
   const url = new URL(path, access.server);
   const payload = body === undefined ? undefined : JSON.stringify(body);
   return new Promise((resolve, reject) => {

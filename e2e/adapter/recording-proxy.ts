@@ -94,7 +94,9 @@ export async function startRecordingProxy(upstreamUrl: string): Promise<Recordin
         return;
       }
       if (decision !== 'forward') {
-        res.writeHead(decision.respond, { 'content-type': 'text/plain' }).end(decision.respond >= 400 ? 'injected by the recording proxy' : '');
+        res
+          .writeHead(decision.respond, { 'content-type': 'text/plain' })
+          .end(decision.respond >= 400 ? 'injected by the recording proxy' : '');
         done(decision.respond, 'injected');
         return;
       }

@@ -15,7 +15,10 @@ export class ApiError extends Error {
   readonly status: number;
   readonly body: unknown;
   constructor(method: string, path: string, res: ApiResponse) {
-    const reason = typeof res.body === 'object' && res.body !== null && 'message' in res.body ? String((res.body as { message: unknown }).message) : JSON.stringify(res.body);
+    const reason =
+      typeof res.body === 'object' && res.body !== null && 'message' in res.body
+        ? String((res.body as { message: unknown }).message)
+        : JSON.stringify(res.body);
     super(`${method} ${path}: HTTP ${res.status}: ${reason}`);
     this.status = res.status;
     this.body = res.body;

@@ -41,7 +41,16 @@ export const CLUSTER_CIDR = '10.244.0.0/16';
 export const POD_CIDR = '10.244.0.0/24';
 export const CLUSTER_DOMAIN = 'cluster.local';
 
-const PORTS = { etcd: 2379, etcdPeer: 2380, apiserver: 6443, kcm: 10257, scheduler: 10259, proxyHealth: 10256, corednsReady: 8181, corednsHealth: 18080 } as const;
+const PORTS = {
+  etcd: 2379,
+  etcdPeer: 2380,
+  apiserver: 6443,
+  kcm: 10257,
+  scheduler: 10259,
+  proxyHealth: 10256,
+  corednsReady: 8181,
+  corednsHealth: 18080,
+} as const;
 const API_NODE_URL = `https://${NODE_IP}:${PORTS.apiserver}`;
 
 /** Controllers kube-controller-manager runs (names from its --controllers help at v1.34.4). */
@@ -177,14 +186,21 @@ const ManifestSchema = z.object({
 type Binaries = z.infer<typeof ManifestSchema>;
 
 /** Binaries from the build cache (building missing ones unless build=false). */
-export function resolveBinaries(build: boolean, log: (l: string) => void, components: readonly string[] = ['nsforward', 'etcd', 'kube', 'kubelet', 'coredns']): Binaries {
+export function resolveBinaries(
+  build: boolean,
+  log: (l: string) => void,
+  components: readonly string[] = ['nsforward', 'etcd', 'kube', 'kubelet', 'coredns'],
+): Binaries {
   const script = join(E2E_DIR, 'build.sh');
   const args = [...(build ? [] : ['--paths']), ...components];
   if (build) log('e2e/build.sh: checking the build cache (a cold build of Kubernetes takes tens of minutes on 2 cores)');
   // Progress (stderr) goes to the console: a cold build runs for tens of minutes.
   const r = spawnSync(script, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 3 * 60 * 60 * 1000 });
   const last = (r.stdout ?? '').trim().split('\n').at(-1) ?? '';
-  if (r.status !== 0) throw new StartError(`e2e/build.sh ${args.join(' ')} failed (exit ${r.status ?? r.signal}); its messages are above${build ? '' : ' (run `npm run e2e:build`)'}`);
+  if (r.status !== 0)
+    throw new StartError(
+      `e2e/build.sh ${args.join(' ')} failed (exit ${r.status ?? r.signal}); its messages are above${build ? '' : ' (run `npm run e2e:build`)'}`,
+    );
   return ManifestSchema.parse(JSON.parse(last));
 }
 
@@ -206,7 +222,9 @@ export function sweepStaleRuns(log: (l: string) => void = () => {}): string[] {
     return Number.isInteger(pid) && pid > 0 && pid !== process.pid && !isAlive(pid);
   };
   // Pod namespaces first, the node namespace (holding the components) last.
-  const names = netnsNames().filter(stale).sort((a, b) => Number(a.endsWith('-node')) - Number(b.endsWith('-node')));
+  const names = netnsNames()
+    .filter(stale)
+    .sort((a, b) => Number(a.endsWith('-node')) - Number(b.endsWith('-node')));
   for (const name of names) {
     destroyNetns(name);
     removed.push(`netns ${name}`);
@@ -257,7 +275,8 @@ function teardownSync(state: RunState, reason: string): void {
   for (const n of mine.filter((n) => n !== state.nodeNetns)) destroyNetns(n);
   if (mine.includes(state.nodeNetns)) destroyNetns(state.nodeNetns);
   if (existsSync('/etc/netns')) {
-    for (const d of readdirSync('/etc/netns')) if (d.startsWith(`${state.runId}-`)) rmSync(join('/etc/netns', d), { recursive: true, force: true });
+    for (const d of readdirSync('/etc/netns'))
+      if (d.startsWith(`${state.runId}-`)) rmSync(join('/etc/netns', d), { recursive: true, force: true });
   }
   if (!state.keepWorkDir) rmSync(state.workDir, { recursive: true, force: true });
   else state.log(`kept ${state.workDir} (logs in ${join(state.workDir, 'logs')})`);
@@ -276,14 +295,20 @@ export function leftoversOf(runId: string, pids: readonly number[]): string[] {
 /** Lines of `iptables-save`/`nft list ruleset` in the harness's namespace mentioning KUBE (kube-proxy's chains). */
 export function hostKubeRules(): string[] {
   const lines: string[] = [];
-  for (const [cmd, args] of [['iptables-save', []], ['nft', ['list', 'ruleset']]] as const) {
+  for (const [cmd, args] of [
+    ['iptables-save', []],
+    ['nft', ['list', 'ruleset']],
+  ] as const) {
     const r = run(cmd, args);
     if (r.ok) lines.push(...r.stdout.split('\n').filter((l) => /kube/i.test(l)));
   }
   return lines;
 }
 
-function httpGetStatus(url: string, opts: { ca?: string; token?: string; insecure?: boolean } = {}): Promise<{ status: number; body: string }> {
+function httpGetStatus(
+  url: string,
+  opts: { ca?: string; token?: string; insecure?: boolean } = {},
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve) => {
     const u = new URL(url);
     const req = (u.protocol === 'https:' ? httpsRequest : httpRequest)(
@@ -309,7 +334,13 @@ function httpGetStatus(url: string, opts: { ca?: string; token?: string; insecur
   });
 }
 
-async function waitFor(what: string, timeoutMs: number, check: () => Promise<boolean>, proc?: ManagedProcess, lastError?: () => string): Promise<void> {
+async function waitFor(
+  what: string,
+  timeoutMs: number,
+  check: () => Promise<boolean>,
+  proc?: ManagedProcess,
+  lastError?: () => string,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (proc !== undefined && !proc.running()) {
@@ -318,7 +349,9 @@ async function waitFor(what: string, timeoutMs: number, check: () => Promise<boo
     if (await check()) return;
     if (Date.now() > deadline) {
       const detail = lastError?.() ?? '';
-      throw new StartError(`timed out after ${timeoutMs} ms waiting for ${what}${detail !== '' ? ` (${detail})` : ''}${proc !== undefined ? `; last lines of ${proc.logFile}:\n${proc.logTail()}` : ''}`);
+      throw new StartError(
+        `timed out after ${timeoutMs} ms waiting for ${what}${detail !== '' ? ` (${detail})` : ''}${proc !== undefined ? `; last lines of ${proc.logFile}:\n${proc.logTail()}` : ''}`,
+      );
     }
     await sleep(150);
   }
@@ -348,7 +381,10 @@ function spawnCollect(cmd: string, args: readonly string[], opts: { timeoutMs?: 
 /** Starts nsforward; resolves with its {target: 127.0.0.1:port} map. */
 async function startForwarder(state: RunState, binary: string, name: string, targets: readonly string[]): Promise<Record<string, string>> {
   const logFile = join(state.workDir, 'logs', `${name}.log`);
-  const child = spawn(binary, ['--netns', `/run/netns/${state.nodeNetns}`, ...targets], { stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+  const child = spawn(binary, ['--netns', `/run/netns/${state.nodeNetns}`, ...targets], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    detached: true,
+  });
   const pid = child.pid;
   if (pid === undefined) throw new StartError('could not start nsforward');
   let errText = '';
@@ -397,15 +433,31 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
   const pre = checkPrerequisites({ proxyMode });
   if (!pre.ok) throw new StartError(`cannot run the e2e cluster on this machine; missing:\n  - ${pre.missing.join('\n  - ')}`);
   sweepStaleRuns(log);
-  const bins = resolveBinaries(options.build ?? true, log, ['nsforward', 'etcd', 'kube', ...(withKubelet ? ['kubelet'] : []), ...(withDns ? ['coredns'] : [])]);
+  const bins = resolveBinaries(options.build ?? true, log, [
+    'nsforward',
+    'etcd',
+    'kube',
+    ...(withKubelet ? ['kubelet'] : []),
+    ...(withDns ? ['coredns'] : []),
+  ]);
   const timings: Record<string, number> = { binaries: Date.now() - t0 };
   const tStart = Date.now();
 
   const runId = `${RUN_PREFIX}${process.pid}`;
-  for (const n of netnsNames()) if (n.startsWith(`${runId}-`)) throw new StartError(`a cluster of this process is already running (netns ${n}); one startCluster() per process`);
+  for (const n of netnsNames())
+    if (n.startsWith(`${runId}-`))
+      throw new StartError(`a cluster of this process is already running (netns ${n}); one startCluster() per process`);
   const workDir = options.workDir ?? mkdtempSync(join(tmpdir(), `${runId}-`));
   for (const d of ['logs', 'pki', 'etcd', 'config', 'kubelet']) mkdirSync(join(workDir, d), { recursive: true });
-  const state: RunState = { runId, nodeNetns: `${runId}-node`, workDir, processes: [], stopped: false, keepWorkDir: options.keepWorkDir ?? false, log };
+  const state: RunState = {
+    runId,
+    nodeNetns: `${runId}-node`,
+    workDir,
+    processes: [],
+    stopped: false,
+    keepWorkDir: options.keepWorkDir ?? false,
+    log,
+  };
 
   const onSignal = (signal: NodeJS.Signals): void => {
     teardownSync(state, signal);
@@ -461,16 +513,26 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       name: 'etcd',
       command: bins.etcd,
       args: [
-        '--name=e2e', `--data-dir=${join(workDir, 'etcd')}`,
-        `--listen-client-urls=http://127.0.0.1:${PORTS.etcd}`, `--advertise-client-urls=http://127.0.0.1:${PORTS.etcd}`,
-        `--listen-peer-urls=http://127.0.0.1:${PORTS.etcdPeer}`, `--initial-advertise-peer-urls=http://127.0.0.1:${PORTS.etcdPeer}`,
-        `--initial-cluster=e2e=http://127.0.0.1:${PORTS.etcdPeer}`, '--unsafe-no-fsync', '--log-level=warn',
+        '--name=e2e',
+        `--data-dir=${join(workDir, 'etcd')}`,
+        `--listen-client-urls=http://127.0.0.1:${PORTS.etcd}`,
+        `--advertise-client-urls=http://127.0.0.1:${PORTS.etcd}`,
+        `--listen-peer-urls=http://127.0.0.1:${PORTS.etcdPeer}`,
+        `--initial-advertise-peer-urls=http://127.0.0.1:${PORTS.etcdPeer}`,
+        `--initial-cluster=e2e=http://127.0.0.1:${PORTS.etcdPeer}`,
+        '--unsafe-no-fsync',
+        '--log-level=warn',
       ],
     });
-    await waitFor('etcd /health', componentTimeoutMs, async () => {
-      const r = await httpGetStatus(`http://${hostPort(`127.0.0.1:${PORTS.etcd}`)}/health`);
-      return r.status === 200 && r.body.includes('"true"');
-    }, etcd);
+    await waitFor(
+      'etcd /health',
+      componentTimeoutMs,
+      async () => {
+        const r = await httpGetStatus(`http://${hostPort(`127.0.0.1:${PORTS.etcd}`)}/health`);
+        return r.status === 200 && r.body.includes('"true"');
+      },
+      etcd,
+    );
     mark('etcd');
 
     // kube-apiserver: token file + Node,RBAC; ServiceAccount tokens signed with the run's key.
@@ -482,25 +544,43 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       args: [
         'kube-apiserver',
         `--etcd-servers=http://127.0.0.1:${PORTS.etcd}`,
-        '--bind-address=0.0.0.0', `--secure-port=${PORTS.apiserver}`, `--advertise-address=${NODE_IP}`,
-        `--tls-cert-file=${pki.servingCert}`, `--tls-private-key-file=${pki.servingKey}`, `--client-ca-file=${pki.caCert}`,
-        `--token-auth-file=${pki.tokenAuthFile}`, '--anonymous-auth=false',
+        '--bind-address=0.0.0.0',
+        `--secure-port=${PORTS.apiserver}`,
+        `--advertise-address=${NODE_IP}`,
+        `--tls-cert-file=${pki.servingCert}`,
+        `--tls-private-key-file=${pki.servingKey}`,
+        `--client-ca-file=${pki.caCert}`,
+        `--token-auth-file=${pki.tokenAuthFile}`,
+        '--anonymous-auth=false',
         '--authorization-mode=Node,RBAC',
         `--service-account-issuer=https://kubernetes.default.svc.${CLUSTER_DOMAIN}`,
-        `--service-account-key-file=${pki.serviceAccountPublicKey}`, `--service-account-signing-key-file=${pki.serviceAccountPrivateKey}`,
+        `--service-account-key-file=${pki.serviceAccountPublicKey}`,
+        `--service-account-signing-key-file=${pki.serviceAccountPrivateKey}`,
         `--service-cluster-ip-range=${SERVICE_CIDR}`,
-        '--enable-admission-plugins=NodeRestriction', '--disable-admission-plugins=TaintNodesByCondition',
-        '--allow-privileged=true', '--profiling=false', `--cert-dir=${join(workDir, 'pki', 'apiserver-certs')}`,
+        '--enable-admission-plugins=NodeRestriction',
+        '--disable-admission-plugins=TaintNodesByCondition',
+        '--allow-privileged=true',
+        '--profiling=false',
+        `--cert-dir=${join(workDir, 'pki', 'apiserver-certs')}`,
         '--endpoint-reconciler-type=lease',
       ],
     });
     const adminApi = apiClient(apiHostURL, pki.caCertPem, pki.tokens.admin);
     let lastReadyz = '';
-    await waitFor('kube-apiserver /readyz', componentTimeoutMs, async () => {
-      const r = await httpGetStatus(`${apiHostURL}/readyz`, { ca: pki.caCertPem, token: pki.tokens.admin });
-      lastReadyz = `${r.status} ${r.body.split('\n').filter((l) => l.includes('failed')).join('; ')}`;
-      return r.status === 200;
-    }, apiserver, () => `last /readyz: ${lastReadyz}`);
+    await waitFor(
+      'kube-apiserver /readyz',
+      componentTimeoutMs,
+      async () => {
+        const r = await httpGetStatus(`${apiHostURL}/readyz`, { ca: pki.caCertPem, token: pki.tokens.admin });
+        lastReadyz = `${r.status} ${r.body
+          .split('\n')
+          .filter((l) => l.includes('failed'))
+          .join('; ')}`;
+        return r.status === 200;
+      },
+      apiserver,
+      () => `last /readyz: ${lastReadyz}`,
+    );
     mark('kube-apiserver');
 
     await bootstrapObjects(adminApi, proxyMode !== 'none');
@@ -512,14 +592,20 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       args: [
         'kube-controller-manager',
         `--kubeconfig=${kubeconfigFor('controllerManager')}`,
-        `--authentication-kubeconfig=${kubeconfigFor('controllerManager')}`, `--authorization-kubeconfig=${kubeconfigFor('controllerManager')}`,
+        `--authentication-kubeconfig=${kubeconfigFor('controllerManager')}`,
+        `--authorization-kubeconfig=${kubeconfigFor('controllerManager')}`,
         // No front proxy: do not look up the request-header CA (kube-system/extension-apiserver-authentication).
         '--authentication-skip-lookup=true',
-        '--bind-address=127.0.0.1', `--secure-port=${PORTS.kcm}`, `--cert-dir=${join(workDir, 'pki', 'kcm-certs')}`,
-        '--leader-elect=false', '--use-service-account-credentials=true',
-        `--root-ca-file=${pki.caCert}`, `--service-account-private-key-file=${pki.serviceAccountPrivateKey}`,
+        '--bind-address=127.0.0.1',
+        `--secure-port=${PORTS.kcm}`,
+        `--cert-dir=${join(workDir, 'pki', 'kcm-certs')}`,
+        '--leader-elect=false',
+        '--use-service-account-credentials=true',
+        `--root-ca-file=${pki.caCert}`,
+        `--service-account-private-key-file=${pki.serviceAccountPrivateKey}`,
         `--controllers=${CONTROLLERS.join(',')}`,
-        `--cluster-cidr=${CLUSTER_CIDR}`, `--service-cluster-ip-range=${SERVICE_CIDR}`,
+        `--cluster-cidr=${CLUSTER_CIDR}`,
+        `--service-cluster-ip-range=${SERVICE_CIDR}`,
         '--profiling=false',
       ],
     });
@@ -532,106 +618,154 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
         stopGraceMs: 40_000,
         args: [
           `--kubeconfig=${kubeconfigFor('kubelet')}`,
-          `--node-name=${NODE_NAME}`, `--node-ip=${NODE_IP}`, `--pod-cidr=${POD_CIDR}`,
-          `--netns-prefix=${runId}-`, `--state-dir=${join(workDir, 'kubelet')}`,
-          `--cluster-dns=${proxyMode !== 'none' ? CLUSTER_DNS_IP : NODE_IP}`, `--cluster-domain=${CLUSTER_DOMAIN}`,
+          `--node-name=${NODE_NAME}`,
+          `--node-ip=${NODE_IP}`,
+          `--pod-cidr=${POD_CIDR}`,
+          `--netns-prefix=${runId}-`,
+          `--state-dir=${join(workDir, 'kubelet')}`,
+          `--cluster-dns=${proxyMode !== 'none' ? CLUSTER_DNS_IP : NODE_IP}`,
+          `--cluster-domain=${CLUSTER_DOMAIN}`,
         ],
       });
     }
     let scheduler: ManagedProcess | undefined;
     if (withScheduler) {
-      writeFileSync(cfg('scheduler.json'), JSON.stringify({
-        apiVersion: 'kubescheduler.config.k8s.io/v1',
-        kind: 'KubeSchedulerConfiguration',
-        clientConnection: { kubeconfig: kubeconfigFor('scheduler') },
-        leaderElection: { leaderElect: false },
-      }));
+      writeFileSync(
+        cfg('scheduler.json'),
+        JSON.stringify({
+          apiVersion: 'kubescheduler.config.k8s.io/v1',
+          kind: 'KubeSchedulerConfiguration',
+          clientConnection: { kubeconfig: kubeconfigFor('scheduler') },
+          leaderElection: { leaderElect: false },
+        }),
+      );
       scheduler = start({
         name: 'kube-scheduler',
         command: bins.kube,
         args: [
-          'kube-scheduler', `--config=${cfg('scheduler.json')}`,
-          `--authentication-kubeconfig=${kubeconfigFor('scheduler')}`, `--authorization-kubeconfig=${kubeconfigFor('scheduler')}`, '--authentication-skip-lookup=true',
-          '--bind-address=127.0.0.1', `--secure-port=${PORTS.scheduler}`, `--cert-dir=${join(workDir, 'pki', 'scheduler-certs')}`,
+          'kube-scheduler',
+          `--config=${cfg('scheduler.json')}`,
+          `--authentication-kubeconfig=${kubeconfigFor('scheduler')}`,
+          `--authorization-kubeconfig=${kubeconfigFor('scheduler')}`,
+          '--authentication-skip-lookup=true',
+          '--bind-address=127.0.0.1',
+          `--secure-port=${PORTS.scheduler}`,
+          `--cert-dir=${join(workDir, 'pki', 'scheduler-certs')}`,
         ],
       });
     }
     let coredns: ManagedProcess | undefined;
     if (withDns) {
-      writeFileSync(cfg('Corefile'), [
-        `.:53 {`,
-        `    bind ${NODE_IP}`,
-        '    errors',
-        `    health 127.0.0.1:${PORTS.corednsHealth}`,
-        `    ready 127.0.0.1:${PORTS.corednsReady}`,
-        `    kubernetes ${CLUSTER_DOMAIN} in-addr.arpa ip6.arpa {`,
-        `        kubeconfig ${kubeconfigFor('coredns')} e2e`,
-        '        pods insecure',
-        '        fallthrough in-addr.arpa ip6.arpa',
-        '        ttl 30',
-        '    }',
-        '    cache 30',
-        '    loadbalance',
-        '}',
-        '',
-      ].join('\n'));
+      writeFileSync(
+        cfg('Corefile'),
+        [
+          `.:53 {`,
+          `    bind ${NODE_IP}`,
+          '    errors',
+          `    health 127.0.0.1:${PORTS.corednsHealth}`,
+          `    ready 127.0.0.1:${PORTS.corednsReady}`,
+          `    kubernetes ${CLUSTER_DOMAIN} in-addr.arpa ip6.arpa {`,
+          `        kubeconfig ${kubeconfigFor('coredns')} e2e`,
+          '        pods insecure',
+          '        fallthrough in-addr.arpa ip6.arpa',
+          '        ttl 30',
+          '    }',
+          '    cache 30',
+          '    loadbalance',
+          '}',
+          '',
+        ].join('\n'),
+      );
       coredns = start({ name: 'coredns', command: required(bins.coredns, 'coredns'), args: ['-conf', cfg('Corefile')] });
     }
 
-    await waitFor('kube-controller-manager /healthz', componentTimeoutMs, async () => {
-      const r = await httpGetStatus(`https://${hostPort(`127.0.0.1:${PORTS.kcm}`)}/healthz`, { insecure: true });
-      return r.status === 200;
-    }, kcm);
+    await waitFor(
+      'kube-controller-manager /healthz',
+      componentTimeoutMs,
+      async () => {
+        const r = await httpGetStatus(`https://${hostPort(`127.0.0.1:${PORTS.kcm}`)}/healthz`, { insecure: true });
+        return r.status === 200;
+      },
+      kcm,
+    );
     mark('kube-controller-manager');
-    await waitFor('ServiceAccount default/default (serviceaccount-controller)', componentTimeoutMs, async () => {
-      return (await adminApi.raw('GET', '/api/v1/namespaces/default/serviceaccounts/default')).status === 200;
-    }, kcm);
+    await waitFor(
+      'ServiceAccount default/default (serviceaccount-controller)',
+      componentTimeoutMs,
+      async () => {
+        return (await adminApi.raw('GET', '/api/v1/namespaces/default/serviceaccounts/default')).status === 200;
+      },
+      kcm,
+    );
     mark('default-serviceaccount');
 
     if (scheduler !== undefined) {
       const s = scheduler;
-      await waitFor('kube-scheduler /healthz', componentTimeoutMs, async () => {
-        const r = await httpGetStatus(`https://${hostPort(`127.0.0.1:${PORTS.scheduler}`)}/healthz`, { insecure: true });
-        return r.status === 200;
-      }, s);
+      await waitFor(
+        'kube-scheduler /healthz',
+        componentTimeoutMs,
+        async () => {
+          const r = await httpGetStatus(`https://${hostPort(`127.0.0.1:${PORTS.scheduler}`)}/healthz`, { insecure: true });
+          return r.status === 200;
+        },
+        s,
+      );
       mark('kube-scheduler');
     }
     if (kubelet !== undefined) {
-      await waitFor(`Node ${NODE_NAME} Ready (process kubelet)`, componentTimeoutMs, async () => {
-        const r = await adminApi.raw('GET', `/api/v1/nodes/${NODE_NAME}`);
-        if (r.status !== 200) return false;
-        const node = r.body as { status?: { conditions?: { type: string; status: string }[] } };
-        return node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
-      }, kubelet);
+      await waitFor(
+        `Node ${NODE_NAME} Ready (process kubelet)`,
+        componentTimeoutMs,
+        async () => {
+          const r = await adminApi.raw('GET', `/api/v1/nodes/${NODE_NAME}`);
+          if (r.status !== 200) return false;
+          const node = r.body as { status?: { conditions?: { type: string; status: string }[] } };
+          return node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+        },
+        kubelet,
+      );
       mark('process-kubelet');
     }
     if (proxyMode !== 'none') {
       // kube-proxy after the Node exists: it reads the node IP from it and otherwise backs off ~1 min
       // (cmd/kube-proxy/app/server.go). conntrack zeros: leave the host-global sysctls alone.
-      writeFileSync(cfg('kube-proxy.json'), JSON.stringify({
-        apiVersion: 'kubeproxy.config.k8s.io/v1alpha1',
-        kind: 'KubeProxyConfiguration',
-        clientConnection: { kubeconfig: kubeconfigFor('proxy') },
-        hostnameOverride: NODE_NAME,
-        bindAddress: NODE_IP,
-        mode: proxyMode,
-        clusterCIDR: CLUSTER_CIDR,
-        healthzBindAddress: `127.0.0.1:${PORTS.proxyHealth}`,
-        metricsBindAddress: '127.0.0.1:10249',
-        conntrack: { maxPerCore: 0, min: 0, tcpEstablishedTimeout: '0s', tcpCloseWaitTimeout: '0s' },
-      }));
+      writeFileSync(
+        cfg('kube-proxy.json'),
+        JSON.stringify({
+          apiVersion: 'kubeproxy.config.k8s.io/v1alpha1',
+          kind: 'KubeProxyConfiguration',
+          clientConnection: { kubeconfig: kubeconfigFor('proxy') },
+          hostnameOverride: NODE_NAME,
+          bindAddress: NODE_IP,
+          mode: proxyMode,
+          clusterCIDR: CLUSTER_CIDR,
+          healthzBindAddress: `127.0.0.1:${PORTS.proxyHealth}`,
+          metricsBindAddress: '127.0.0.1:10249',
+          conntrack: { maxPerCore: 0, min: 0, tcpEstablishedTimeout: '0s', tcpCloseWaitTimeout: '0s' },
+        }),
+      );
       const proxy = start({ name: 'kube-proxy', command: bins.kube, args: ['kube-proxy', `--config=${cfg('kube-proxy.json')}`] });
-      await waitFor('kube-proxy /healthz', componentTimeoutMs, async () => {
-        const r = await httpGetStatus(`http://${hostPort(`127.0.0.1:${PORTS.proxyHealth}`)}/healthz`);
-        return r.status === 200;
-      }, proxy);
+      await waitFor(
+        'kube-proxy /healthz',
+        componentTimeoutMs,
+        async () => {
+          const r = await httpGetStatus(`http://${hostPort(`127.0.0.1:${PORTS.proxyHealth}`)}/healthz`);
+          return r.status === 200;
+        },
+        proxy,
+      );
       mark('kube-proxy');
     }
     if (coredns !== undefined) {
-      await waitFor('CoreDNS /ready', componentTimeoutMs, async () => {
-        const r = await httpGetStatus(`http://${hostPort(`127.0.0.1:${PORTS.corednsReady}`)}/ready`);
-        return r.status === 200;
-      }, coredns);
+      await waitFor(
+        'CoreDNS /ready',
+        componentTimeoutMs,
+        async () => {
+          const r = await httpGetStatus(`http://${hostPort(`127.0.0.1:${PORTS.corednsReady}`)}/ready`);
+          return r.status === 200;
+        },
+        coredns,
+      );
       mark('coredns');
     }
     timings['total'] = Date.now() - tStart;
@@ -670,21 +804,33 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       kubeconfigFile: (name, token, where) =>
         writeKubeconfig(cfg(`${name}.${where}.kubeconfig`), where === 'host' ? apiHostURL : API_NODE_URL, pki.caCertPem, token, name),
       serviceAccountToken: async (namespace, name, opts = {}) => {
-        const res = await adminApi.call<{ status?: { token?: string } }>('POST', `/api/v1/namespaces/${namespace}/serviceaccounts/${name}/token`, {
-          apiVersion: 'authentication.k8s.io/v1',
-          kind: 'TokenRequest',
-          spec: { audiences: opts.audiences ?? null, expirationSeconds: opts.expirationSeconds ?? 3600 },
-        });
+        const res = await adminApi.call<{ status?: { token?: string } }>(
+          'POST',
+          `/api/v1/namespaces/${namespace}/serviceaccounts/${name}/token`,
+          {
+            apiVersion: 'authentication.k8s.io/v1',
+            kind: 'TokenRequest',
+            spec: { audiences: opts.audiences ?? null, expirationSeconds: opts.expirationSeconds ?? 3600 },
+          },
+        );
         const token = res.status?.token;
         if (token === undefined) throw new Error(`TokenRequest for ${namespace}/${name} returned no token`);
         return token;
       },
       createNamespace: async (name) => {
         await ensure(adminApi, '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
-        await waitFor(`ServiceAccount ${name}/default`, 30_000, async () => (await adminApi.raw('GET', `/api/v1/namespaces/${name}/serviceaccounts/default`)).status === 200);
+        await waitFor(
+          `ServiceAccount ${name}/default`,
+          30_000,
+          async () => (await adminApi.raw('GET', `/api/v1/namespaces/${name}/serviceaccounts/default`)).status === 200,
+        );
       },
       createTenant: async (namespace, name) => {
-        await ensure(adminApi, `/api/v1/namespaces/${namespace}/serviceaccounts`, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name } });
+        await ensure(adminApi, `/api/v1/namespaces/${namespace}/serviceaccounts`, {
+          apiVersion: 'v1',
+          kind: 'ServiceAccount',
+          metadata: { name },
+        });
         await ensure(adminApi, `/apis/rbac.authorization.k8s.io/v1/namespaces/${namespace}/roles`, {
           apiVersion: 'rbac.authorization.k8s.io/v1',
           kind: 'Role',
@@ -702,10 +848,15 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       },
       podRuntime: async (namespace, name, timeoutMs = 30_000) => {
         let info: PodRuntimeInfo | undefined;
-        await waitFor(`the process kubelet to run pod ${namespace}/${name}`, timeoutMs, async () => {
-          info = readPodRuntime(join(workDir, 'kubelet'), namespace, name);
-          return info !== undefined;
-        }, kubelet);
+        await waitFor(
+          `the process kubelet to run pod ${namespace}/${name}`,
+          timeoutMs,
+          async () => {
+            info = readPodRuntime(join(workDir, 'kubelet'), namespace, name);
+            return info !== undefined;
+          },
+          kubelet,
+        );
         if (info === undefined) throw new Error('unreachable');
         return info;
       },
@@ -733,7 +884,14 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
   }
 }
 
-const PodRuntimeSchema = z.object({ namespace: z.string(), name: z.string(), uid: z.string(), netns: z.string(), podIP: z.string(), logDir: z.string() });
+const PodRuntimeSchema = z.object({
+  namespace: z.string(),
+  name: z.string(),
+  uid: z.string(),
+  netns: z.string(),
+  podIP: z.string(),
+  logDir: z.string(),
+});
 
 /** The process kubelet's record of a pod it runs (`<state-dir>/pods/<namespace>_<name>.json`). */
 function readPodRuntime(stateDir: string, namespace: string, name: string): PodRuntimeInfo | undefined {
@@ -785,7 +943,10 @@ async function bootstrapObjects(api: ApiClient, withKubeDnsService: boolean): Pr
   await ensure(api, '/apis/discovery.k8s.io/v1/namespaces/kube-system/endpointslices', {
     apiVersion: 'discovery.k8s.io/v1',
     kind: 'EndpointSlice',
-    metadata: { name: 'kube-dns-node', labels: { 'kubernetes.io/service-name': 'kube-dns', 'endpointslice.kubernetes.io/managed-by': 'e2e-harness' } },
+    metadata: {
+      name: 'kube-dns-node',
+      labels: { 'kubernetes.io/service-name': 'kube-dns', 'endpointslice.kubernetes.io/managed-by': 'e2e-harness' },
+    },
     addressType: 'IPv4',
     endpoints: [{ addresses: [NODE_IP], conditions: { ready: true, serving: true, terminating: false }, nodeName: NODE_NAME }],
     ports: [

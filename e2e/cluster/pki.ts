@@ -53,21 +53,47 @@ export function createPki(dir: string, sans: { ips: readonly string[]; dns: read
   if (openssl === null) throw new Error('`openssl` not found (apt-get install openssl)');
   const p = (f: string): string => join(dir, f);
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  runOrThrow(openssl, ['req', '-x509', ...ec, '-keyout', p('ca.key'), '-out', p('ca.crt'), '-days', '3', '-subj', '/CN=spark-exec-svc-e2e-ca']);
+  runOrThrow(openssl, [
+    'req',
+    '-x509',
+    ...ec,
+    '-keyout',
+    p('ca.key'),
+    '-out',
+    p('ca.crt'),
+    '-days',
+    '3',
+    '-subj',
+    '/CN=spark-exec-svc-e2e-ca',
+  ]);
   runOrThrow(openssl, ['req', '-new', ...ec, '-keyout', p('apiserver.key'), '-out', p('apiserver.csr'), '-subj', '/CN=kube-apiserver']);
   const altNames = [...sans.ips.map((ip) => `IP:${ip}`), ...sans.dns.map((d) => `DNS:${d}`)].join(',');
   writeFileSync(p('apiserver.ext'), `subjectAltName=${altNames}\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment\n`);
   runOrThrow(openssl, [
-    'x509', '-req', '-in', p('apiserver.csr'), '-CA', p('ca.crt'), '-CAkey', p('ca.key'), '-CAcreateserial',
-    '-out', p('apiserver.crt'), '-days', '3', '-extfile', p('apiserver.ext'),
+    'x509',
+    '-req',
+    '-in',
+    p('apiserver.csr'),
+    '-CA',
+    p('ca.crt'),
+    '-CAkey',
+    p('ca.key'),
+    '-CAcreateserial',
+    '-out',
+    p('apiserver.crt'),
+    '-days',
+    '3',
+    '-extfile',
+    p('apiserver.ext'),
   ]);
   const sa = generateKeyPairSync('rsa', { modulusLength: 2048 });
   writeFileSync(p('sa.pub'), sa.publicKey.export({ type: 'spki', format: 'pem' }));
   writeFileSync(p('sa.key'), sa.privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
 
-  const tokens = Object.fromEntries(
-    Object.keys(COMPONENT_IDENTITIES).map((k) => [k, randomBytes(24).toString('hex')]),
-  ) as Record<ComponentIdentity, string>;
+  const tokens = Object.fromEntries(Object.keys(COMPONENT_IDENTITIES).map((k) => [k, randomBytes(24).toString('hex')])) as Record<
+    ComponentIdentity,
+    string
+  >;
   // token,user,uid,"group1,group2" (k8s.io/apiserver/pkg/authentication/token/tokenfile).
   const csv = (Object.entries(COMPONENT_IDENTITIES) as [ComponentIdentity, StaticIdentity][])
     .map(([k, id]) => `${tokens[k]},${id.user},${id.uid}${id.groups.length > 0 ? `,"${id.groups.join(',')}"` : ''}`)

@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { type ApiClient } from './api.ts';
+import type { ApiClient } from './api.ts';
 import { type Cluster, hostKubeRules, type ProxyMode, startCluster } from './cluster.ts';
 
 const TOOLS = join(fileURLToPath(import.meta.url), '..', '..', 'tools');
@@ -38,15 +38,19 @@ const PodSchema = z.object({
     podIP: z.string().optional(),
     hostIP: z.string().optional(),
     conditions: z.array(z.object({ type: z.string(), status: z.string() })).optional(),
-    containerStatuses: z
-      .array(z.object({ name: z.string(), ready: z.boolean(), state: z.record(z.string(), z.unknown()) }))
-      .optional(),
+    containerStatuses: z.array(z.object({ name: z.string(), ready: z.boolean(), state: z.record(z.string(), z.unknown()) })).optional(),
   }),
 });
 type Pod = z.infer<typeof PodSchema>;
 
 const SliceListSchema = z.object({
-  items: z.array(z.object({ endpoints: z.array(z.object({ addresses: z.array(z.string()), conditions: z.object({ ready: z.boolean().optional() }).optional() })).nullish() })),
+  items: z.array(
+    z.object({
+      endpoints: z
+        .array(z.object({ addresses: z.array(z.string()), conditions: z.object({ ready: z.boolean().optional() }).optional() }))
+        .nullish(),
+    }),
+  ),
 });
 
 async function waitUntil<T>(what: string, timeoutMs: number, fn: () => Promise<T | undefined>): Promise<T> {
@@ -59,7 +63,8 @@ async function waitUntil<T>(what: string, timeoutMs: number, fn: () => Promise<T
     } catch (err) {
       last = err;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last !== undefined ? `: ${String(last)}` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last !== undefined ? `: ${String(last)}` : ''}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -121,7 +126,16 @@ describe.each(MODES)('the real control plane and the process kubelet (kube-proxy
 
   it('the tenant may create and delete pods, and nothing else', async () => {
     expect((await tenantApi.raw('GET', `/api/v1/namespaces/${NS}/pods`)).status).toBe(403);
-    expect((await tenantApi.raw('POST', `/api/v1/namespaces/${NS}/services`, { apiVersion: 'v1', kind: 'Service', metadata: { name: 'x' }, spec: { ports: [{ port: 1 }] } })).status).toBe(403);
+    expect(
+      (
+        await tenantApi.raw('POST', `/api/v1/namespaces/${NS}/services`, {
+          apiVersion: 'v1',
+          kind: 'Service',
+          metadata: { name: 'x' },
+          spec: { ports: [{ port: 1 }] },
+        })
+      ).status,
+    ).toBe(403);
     expect((await tenantApi.raw('GET', '/api/v1/namespaces/default/pods')).status).toBe(403);
   });
 
@@ -146,8 +160,15 @@ describe.each(MODES)('the real control plane and the process kubelet (kube-proxy
     });
     const clusterIP = svc.spec.clusterIP;
     await waitUntil('EndpointSlice of echo listing the server pod', 30_000, async () => {
-      const slices = SliceListSchema.parse(await cluster.api.call('GET', `/apis/discovery.k8s.io/v1/namespaces/${NS}/endpointslices?labelSelector=kubernetes.io%2Fservice-name%3Decho`));
-      return slices.items.some((s) => (s.endpoints ?? []).some((e) => e.addresses.includes(podIP) && e.conditions?.ready === true)) ? true : undefined;
+      const slices = SliceListSchema.parse(
+        await cluster.api.call(
+          'GET',
+          `/apis/discovery.k8s.io/v1/namespaces/${NS}/endpointslices?labelSelector=kubernetes.io%2Fservice-name%3Decho`,
+        ),
+      );
+      return slices.items.some((s) => (s.endpoints ?? []).some((e) => e.addresses.includes(podIP) && e.conditions?.ready === true))
+        ? true
+        : undefined;
     });
 
     // Through kube-proxy's rules, from the client pod's namespace.
@@ -172,7 +193,11 @@ describe.each(MODES)('the real control plane and the process kubelet (kube-proxy
 
     // Delete the server; a prober in the client pod connects every 20 ms until refused.
     const info = await cluster.podRuntime(NS, 'client');
-    const probe = spawn('ip', ['netns', 'exec', info.netns, NODE, join(TOOLS, 'tcp-probe.ts'), clusterIP, '80', '20', '300', '60000', '--until-refused'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const probe = spawn(
+      'ip',
+      ['netns', 'exec', info.netns, NODE, join(TOOLS, 'tcp-probe.ts'), clusterIP, '80', '20', '300', '60000', '--until-refused'],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     probes.push(probe);
     let probeOut = '';
     probe.stdout.on('data', (c: Buffer) => (probeOut += c.toString('utf8')));
@@ -188,25 +213,45 @@ describe.each(MODES)('the real control plane and the process kubelet (kube-proxy
       return pod === undefined ? true : undefined;
     });
     await probeDone;
-    const attempts = probeOut.trim().split('\n').map((l) => z.object({ t: z.number(), ms: z.number(), outcome: z.string() }).parse(JSON.parse(l)));
+    const attempts = probeOut
+      .trim()
+      .split('\n')
+      .map((l) => z.object({ t: z.number(), ms: z.number(), outcome: z.string() }).parse(JSON.parse(l)));
     const refused = attempts.find((a) => a.t >= deletedAt && a.outcome === 'refused');
-    expect(refused, `probe outcomes after the delete: ${JSON.stringify(attempts.filter((a) => a.t >= deletedAt).map((a) => a.outcome))}`).toBeDefined();
+    expect(
+      refused,
+      `probe outcomes after the delete: ${JSON.stringify(attempts.filter((a) => a.t >= deletedAt).map((a) => a.outcome))}`,
+    ).toBeDefined();
     const outcomes = [...new Set(attempts.filter((a) => a.t >= deletedAt).map((a) => a.outcome))];
-    process.stderr.write(`[plane.e2e] ${proxyMode}: delete -> first refused connect to the ClusterIP: ${(refused?.t ?? 0) + (refused?.ms ?? 0) - deletedAt} ms (outcomes seen after the delete: ${outcomes.join(', ')})\n`);
+    process.stderr.write(
+      `[plane.e2e] ${proxyMode}: delete -> first refused connect to the ClusterIP: ${(refused?.t ?? 0) + (refused?.ms ?? 0) - deletedAt} ms (outcomes seen after the delete: ${outcomes.join(', ')})\n`,
+    );
 
     // The kubelet's shape: deletionTimestamp, then the terminal state of a SIGTERMed container.
     const last = statuses.at(-1);
     expect(statuses.some((p) => p.metadata.deletionTimestamp !== undefined)).toBe(true);
-    const terminated = statuses.flatMap((p) => p.status.containerStatuses ?? []).map((c) => c.state['terminated']).filter((t) => t !== undefined);
+    const terminated = statuses
+      .flatMap((p) => p.status.containerStatuses ?? [])
+      .map((c) => c.state['terminated'])
+      .filter((t) => t !== undefined);
     if (terminated.length > 0) expect(terminated.at(-1)).toMatchObject({ exitCode: 143 });
-    process.stderr.write(`[plane.e2e] last status seen before removal: phase=${last?.status.phase} terminated=${JSON.stringify(terminated.at(-1) ?? null)}\n`);
+    process.stderr.write(
+      `[plane.e2e] last status seen before removal: phase=${last?.status.phase} terminated=${JSON.stringify(terminated.at(-1) ?? null)}\n`,
+    );
 
-    const slices = SliceListSchema.parse(await cluster.api.call('GET', `/apis/discovery.k8s.io/v1/namespaces/${NS}/endpointslices?labelSelector=kubernetes.io%2Fservice-name%3Decho`));
+    const slices = SliceListSchema.parse(
+      await cluster.api.call(
+        'GET',
+        `/apis/discovery.k8s.io/v1/namespaces/${NS}/endpointslices?labelSelector=kubernetes.io%2Fservice-name%3Decho`,
+      ),
+    );
     expect(slices.items.flatMap((s) => s.endpoints ?? [])).toEqual([]);
   });
 
   it('a pod that ignores SIGTERM is killed after its grace period', async () => {
-    const stubborn = podManifest('stubborn', { app: 'stubborn' }, ['/bin/sh', '-c', 'trap "" TERM; while :; do sleep 0.1; done'], { terminationGracePeriodSeconds: 2 });
+    const stubborn = podManifest('stubborn', { app: 'stubborn' }, ['/bin/sh', '-c', 'trap "" TERM; while :; do sleep 0.1; done'], {
+      terminationGracePeriodSeconds: 2,
+    });
     await tenantApi.call('POST', `/api/v1/namespaces/${NS}/pods`, stubborn);
     await waitRunningReady(cluster.api, 'stubborn');
     const t0 = Date.now();
@@ -219,7 +264,10 @@ describe.each(MODES)('the real control plane and the process kubelet (kube-proxy
     });
     const elapsed = Date.now() - t0;
     expect(elapsed).toBeGreaterThanOrEqual(2000);
-    const terminated = seen.flatMap((p) => p.status.containerStatuses ?? []).map((c) => c.state['terminated']).filter((t) => t !== undefined);
+    const terminated = seen
+      .flatMap((p) => p.status.containerStatuses ?? [])
+      .map((c) => c.state['terminated'])
+      .filter((t) => t !== undefined);
     if (terminated.length > 0) expect(terminated.at(-1)).toMatchObject({ exitCode: 137 });
     process.stderr.write(`[plane.e2e] SIGTERM-ignoring pod removed after ${elapsed} ms (grace 2 s)\n`);
   });

@@ -23,8 +23,10 @@ export function checkPrerequisites(opts: { proxyMode: 'iptables' | 'nftables' | 
   if (process.platform !== 'linux') missing.push(`Linux (this is ${process.platform})`);
   if (!isRoot()) missing.push('root (network namespaces, veth pairs, iptables/nftables rules and mounts need it)');
   for (const [tool, how] of TOOLS) if (findBinary(tool) === null) missing.push(`\`${tool}\`: ${how}`);
-  if (opts.proxyMode === 'iptables' && findBinary('iptables') === null) missing.push('`iptables` for kube-proxy --proxy-mode=iptables (apt-get install iptables)');
-  if (opts.proxyMode === 'nftables' && findBinary('nft') === null) missing.push('`nft` for kube-proxy --proxy-mode=nftables (apt-get install nftables)');
+  if (opts.proxyMode === 'iptables' && findBinary('iptables') === null)
+    missing.push('`iptables` for kube-proxy --proxy-mode=iptables (apt-get install iptables)');
+  if (opts.proxyMode === 'nftables' && findBinary('nft') === null)
+    missing.push('`nft` for kube-proxy --proxy-mode=nftables (apt-get install nftables)');
   if (missing.length === 0) {
     const probe = `sxs-e2e-probe-${process.pid}`;
     const add = run('ip', ['netns', 'add', probe]);

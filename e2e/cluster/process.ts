@@ -71,7 +71,10 @@ export function startProcess(spec: ProcessSpec, logDir: string): ManagedProcess 
     running: () => child.exitCode === null && child.signalCode === null && isAlive(pid),
     logTail: (lines = 30) => {
       try {
-        return readFileSync(logFile, 'utf8').split('\n').slice(-lines - 1).join('\n');
+        return readFileSync(logFile, 'utf8')
+          .split('\n')
+          .slice(-lines - 1)
+          .join('\n');
       } catch {
         return '(no log)';
       }

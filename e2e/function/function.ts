@@ -19,7 +19,11 @@ const run = promisify(execFile);
 /** `npm run bundle` into a fresh folder outside the clone; returns the folder (start.cjs inside). */
 export async function bundleFunction(): Promise<string> {
   const out = mkdtempSync(join(tmpdir(), 'e2e-function-bundle-'));
-  await run(process.execPath, [join(REPO_ROOT, 'scripts', 'bundle.ts'), out], { cwd: REPO_ROOT, maxBuffer: 16 << 20, timeout: 10 * 60_000 });
+  await run(process.execPath, [join(REPO_ROOT, 'scripts', 'bundle.ts'), out], {
+    cwd: REPO_ROOT,
+    maxBuffer: 16 << 20,
+    timeout: 10 * 60_000,
+  });
   return out;
 }
 
@@ -34,7 +38,9 @@ const KnativeService = z.looseObject({
         containers: z
           .array(
             z.looseObject({
-              env: z.array(z.looseObject({ name: z.string(), value: z.string().optional(), valueFrom: z.unknown().optional() })).default([]),
+              env: z
+                .array(z.looseObject({ name: z.string(), value: z.string().optional(), valueFrom: z.unknown().optional() }))
+                .default([]),
               ports: z.array(z.looseObject({ containerPort: z.number().int() })).default([]),
             }),
           )
@@ -56,12 +62,15 @@ export interface FunctionDeployment {
 /** The function's Knative Service as our kustomization renders it: the ApiServerSource's sink. */
 export function functionDeployment(rendered: Rendered): FunctionDeployment {
   const ref = rendered.adapter.sinkRef;
-  const object: KubeObject | undefined = rendered.objects.find((o) => o.apiVersion === ref.apiVersion && o.kind === ref.kind && o.metadata.name === ref.name);
+  const object: KubeObject | undefined = rendered.objects.find(
+    (o) => o.apiVersion === ref.apiVersion && o.kind === ref.kind && o.metadata.name === ref.name,
+  );
   const ksvc = KnativeService.parse(object);
   const container = ksvc.spec.template.spec.containers[0]!;
   const env: Record<string, string> = {};
   for (const e of container.env) {
-    if (e.valueFrom !== undefined || e.value === undefined) throw new Error(`the function's env ${e.name} uses valueFrom, which this harness does not resolve`);
+    if (e.valueFrom !== undefined || e.value === undefined)
+      throw new Error(`the function's env ${e.name} uses valueFrom, which this harness does not resolve`);
     env[e.name] = e.value;
   }
   return {

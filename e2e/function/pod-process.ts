@@ -133,11 +133,15 @@ export function startPodProcess(options: PodProcessOptions): PodProcess {
         };
         const timer = setTimeout(() => {
           cleanup();
-          reject(new Error(`${options.name}: no line matching ${pattern} within ${timeoutMs} ms; last lines:\n${lines.slice(-20).join('\n')}`));
+          reject(
+            new Error(`${options.name}: no line matching ${pattern} within ${timeoutMs} ms; last lines:\n${lines.slice(-20).join('\n')}`),
+          );
         }, timeoutMs);
         const onExit = (): void => {
           cleanup();
-          reject(new Error(`${options.name} exited before printing a line matching ${pattern}; last lines:\n${lines.slice(-30).join('\n')}`));
+          reject(
+            new Error(`${options.name} exited before printing a line matching ${pattern}; last lines:\n${lines.slice(-30).join('\n')}`),
+          );
         };
         const cleanup = (): void => {
           clearTimeout(timer);

@@ -47,7 +47,9 @@ export async function scenarioCluster(name: string, needs: { kubelet: boolean })
   }
   // Without a kubelet the scenarios write pods' Running status themselves (status subresource).
   // Connects go to ClusterIPs, never to names: no CoreDNS needed.
-  const harness = await startCluster(needs.kubelet ? { proxyMode: 'iptables', dns: false } : { kubelet: false, dns: false, proxyMode: 'none' });
+  const harness = await startCluster(
+    needs.kubelet ? { proxyMode: 'iptables', dns: false } : { kubelet: false, dns: false, proxyMode: 'none' },
+  );
   const hostUrl = new URL(harness.apiServerHostURL);
   return {
     endpoints: {

@@ -24,7 +24,8 @@ let podIpSeq = 10;
 const nextPodIp = (): string => `10.244.0.${podIpSeq++}`;
 
 const subjectOf = (name: string): string => `/apis/v1/namespaces/${NS}/pods/${name}`;
-const eventsFor = (name: string, from = 0): RecordedRequest[] => plane.proxy.requests.slice(from).filter((r) => r.headers['ce-subject'] === subjectOf(name));
+const eventsFor = (name: string, from = 0): RecordedRequest[] =>
+  plane.proxy.requests.slice(from).filter((r) => r.headers['ce-subject'] === subjectOf(name));
 const typeSuffix = (r: RecordedRequest): string => (r.headers['ce-type'] ?? '').replace(/^dev\.knative\.apiserver\.(resource|ref)\./, '');
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -39,16 +40,27 @@ async function waitUntil<T>(what: string, timeoutMs: number, probe: () => Promis
 }
 
 async function serviceOf(appId: string, execId: number): Promise<Record<string, unknown> | undefined> {
-  const list = (await rawGet(cluster.endpoints.admin, `/api/v1/namespaces/${NS}/services?labelSelector=spark-app-selector%3D${appId},spark-exec-id%3D${execId}`)) as {
+  const list = (await rawGet(
+    cluster.endpoints.admin,
+    `/api/v1/namespaces/${NS}/services?labelSelector=spark-app-selector%3D${appId},spark-exec-id%3D${execId}`,
+  )) as {
     items: Array<Record<string, unknown>>;
   };
   return list.items[0];
 }
 
 /** A driver and its executors, opted in, created by the tenant; "running" written as a kubelet would when there is none. */
-async function application(appId: string, executors: number, opts: { run?: boolean } = {}): Promise<{ driver: PodRef; executors: PodRef[] }> {
+async function application(
+  appId: string,
+  executors: number,
+  opts: { run?: boolean } = {},
+): Promise<{ driver: PodRef; executors: PodRef[] }> {
   const tenant = plane.tenant;
-  const driver = await createPod(tenant, NS, driverPodBody(NS, appId, `${appId}-driver`, `/tmp/spark-exec-svc-e2e-${process.pid}-${appId}.finished`));
+  const driver = await createPod(
+    tenant,
+    NS,
+    driverPodBody(NS, appId, `${appId}-driver`, `/tmp/spark-exec-svc-e2e-${process.pid}-${appId}.finished`),
+  );
   if (opts.run !== false && !cluster.kubelet) await markRunning(cluster.endpoints.admin, NS, driver.name, nextPodIp());
   const execs: PodRef[] = [];
   for (let i = 1; i <= executors; i++) {
@@ -70,7 +82,11 @@ beforeAll(async () => {
     functionPort: 18_000 + (process.pid % 1000),
     // Exists before the adapter starts: does the adapter's initial LIST send anything for it?
     beforeAdapter: async (tenant) => {
-      const driver = await createPod(tenant, NS, driverPodBody(NS, 'app-before', 'app-before-driver', `/tmp/spark-exec-svc-e2e-${process.pid}-app-before.finished`));
+      const driver = await createPod(
+        tenant,
+        NS,
+        driverPodBody(NS, 'app-before', 'app-before-driver', `/tmp/spark-exec-svc-e2e-${process.pid}-app-before.finished`),
+      );
       if (!cluster.kubelet) await markRunning(cluster.endpoints.admin, NS, driver.name, nextPodIp());
       const exec = await createPod(tenant, NS, executorPodBody(NS, 'app-before', driver, 1, 'app-before-exec-1'));
       if (!cluster.kubelet) await markRunning(cluster.endpoints.admin, NS, exec.name, nextPodIp());
@@ -106,7 +122,10 @@ describe('the real ApiServerSource adapter (Resource mode) against the real API 
     // is a new change and comes; the pods' existing state is never sent as an add.
     const aboutExisting = plane.proxy.requests.filter((r) => (r.headers['ce-subject'] ?? '').includes('/app-before-'));
     report['eventsOnStartForExistingPods'] = aboutExisting.map((r) => `${r.headers['ce-type']} ${r.headers['ce-subject']}`);
-    expect(aboutExisting.filter((r) => typeSuffix(r) === 'add'), 'add events for pods that existed before the adapter started').toEqual([]);
+    expect(
+      aboutExisting.filter((r) => typeSuffix(r) === 'add'),
+      'add events for pods that existed before the adapter started',
+    ).toEqual([]);
     // Without a later update (no scheduler), nothing has created it; with one, its event did.
     report['serviceOfExistingExecutorBeforeSweep'] = (await serviceOf('app-before', 1)) !== undefined;
     if (aboutExisting.length === 0) expect(await serviceOf('app-before', 1)).toBeUndefined();
@@ -122,7 +141,11 @@ describe('the real ApiServerSource adapter (Resource mode) against the real API 
     const exec = app.executors[0]!;
     await waitUntil('the Service of app-life exec 1', 20_000, () => serviceOf('app-life', 1));
     await deletePod(plane.tenant, NS, exec.name, 0);
-    await plane.proxy.waitFor((r) => r.headers['ce-subject'] === subjectOf(exec.name) && typeSuffix(r) === 'delete', 20_000, 'delete event');
+    await plane.proxy.waitFor(
+      (r) => r.headers['ce-subject'] === subjectOf(exec.name) && typeSuffix(r) === 'delete',
+      20_000,
+      'delete event',
+    );
     const events = eventsFor(exec.name, from);
     report['executorLifeEvents'] = events.map((r) => ({ type: r.headers['ce-type'], status: r.status, bytes: r.body.length }));
     expect(events[0] && typeSuffix(events[0])).toBe('add');
@@ -156,7 +179,11 @@ describe('the real ApiServerSource adapter (Resource mode) against the real API 
     });
     const from = plane.proxy.requests.length;
     const app = await application('app-retry', 1, { run: false });
-    const add = await plane.proxy.waitFor((r) => r.seq >= from && r.headers['ce-subject'] === subjectOf(app.executors[0]!.name) && r.disposition === 'forwarded', 20_000, 'the third attempt');
+    const add = await plane.proxy.waitFor(
+      (r) => r.seq >= from && r.headers['ce-subject'] === subjectOf(app.executors[0]!.name) && r.disposition === 'forwarded',
+      20_000,
+      'the third attempt',
+    );
     const attempts = plane.proxy.requests.filter((r) => r.headers['ce-id'] === add.headers['ce-id']);
     const gaps = attempts.slice(1).map((r, i) => Math.round(r.receivedMonoMs - attempts[i]!.answeredMonoMs!));
     report['retryTwice'] = { attempts: attempts.map((a) => a.status), gapsMs: gaps, sameConnection: attempts.map((a) => a.remotePort) };
@@ -176,7 +203,11 @@ describe('the real ApiServerSource adapter (Resource mode) against the real API 
     const from2 = plane.proxy.requests.length;
     await createPod(plane.tenant, NS, executorPodBody(NS, 'app-retry', app.driver, 2, 'app-retry-exec-2'));
     await createPod(plane.tenant, NS, executorPodBody(NS, 'app-retry', app.driver, 3, 'app-retry-exec-3'));
-    await plane.proxy.waitFor((r) => r.seq >= from2 && r.headers['ce-subject'] === subjectOf('app-retry-exec-3'), 30_000, 'the event after the dropped one');
+    await plane.proxy.waitFor(
+      (r) => r.seq >= from2 && r.headers['ce-subject'] === subjectOf('app-retry-exec-3'),
+      30_000,
+      'the event after the dropped one',
+    );
     plane.proxy.setFaultPlan(() => 'forward');
     const victim = plane.proxy.requests.filter((r) => r.headers['ce-id'] === victimId);
     const vgaps = victim.slice(1).map((r, i) => Math.round(r.receivedMonoMs - victim[i]!.answeredMonoMs!));
@@ -216,7 +247,11 @@ describe('the real ApiServerSource adapter (Resource mode) against the real API 
     await plane.sweep();
     expect(await serviceOf('app-restart', 3), 'the sweep created the missing Service').toBeDefined();
     const gone = await serviceOf('app-restart', 1);
-    expect(gone === undefined || (gone['metadata'] as { annotations?: Record<string, string> }).annotations?.['spark-exec-svc/executor-gone-at'] !== undefined, 'the deleted executor\'s Service is marked or gone').toBe(true);
+    expect(
+      gone === undefined ||
+        (gone['metadata'] as { annotations?: Record<string, string> }).annotations?.['spark-exec-svc/executor-gone-at'] !== undefined,
+      "the deleted executor's Service is marked or gone",
+    ).toBe(true);
     await expectInvariant('adapter restart + sweep');
   });
 
@@ -226,9 +261,14 @@ describe('the real ApiServerSource adapter (Resource mode) against the real API 
     let killed = false;
     plane.proxy.setFaultPlan(() => 'forward');
     const creates: Promise<PodRef>[] = [];
-    for (let i = 1; i <= 6; i++) creates.push(createPod(plane.tenant, NS, executorPodBody(NS, 'app-kill', app.driver, i, `app-kill-exec-${i}`)));
+    for (let i = 1; i <= 6; i++)
+      creates.push(createPod(plane.tenant, NS, executorPodBody(NS, 'app-kill', app.driver, i, `app-kill-exec-${i}`)));
     // Kill the function as soon as the first executor's event reached it.
-    await plane.proxy.waitFor((r) => r.seq >= from && (r.headers['ce-subject'] ?? '').includes('app-kill-exec-'), 20_000, 'the first app-kill event');
+    await plane.proxy.waitFor(
+      (r) => r.seq >= from && (r.headers['ce-subject'] ?? '').includes('app-kill-exec-'),
+      20_000,
+      'the first app-kill event',
+    );
     await plane.killFunction();
     killed = true;
     const pods = await Promise.all(creates);
@@ -269,9 +309,14 @@ describe('the real ApiServerSource adapter (Resource mode) against the real API 
     report['relist'] = {
       connectionsDuringAndAfter: plane.apiRelay.connectionsAccepted() - acceptedBefore,
       events: after.map((r) => ({ type: r.headers['ce-type'], subject: r.headers['ce-subject'] })),
-      adapterLog: plane.adapter().process.lines.filter((l) => /reflector|watch|list/i.test(l)).slice(-10),
+      adapterLog: plane
+        .adapter()
+        .process.lines.filter((l) => /reflector|watch|list/i.test(l))
+        .slice(-10),
     };
-    const replayed = after.filter((r) => /app-relist-exec-[12]$/.test(r.headers['ce-subject'] ?? '') && !/update/.test(r.headers['ce-type'] ?? ''));
+    const replayed = after.filter(
+      (r) => /app-relist-exec-[12]$/.test(r.headers['ce-subject'] ?? '') && !/update/.test(r.headers['ce-type'] ?? ''),
+    );
     report['partitionReplayedAddDeleteEvents'] = replayed.map((r) => `${r.headers['ce-type']} ${r.headers['ce-subject']}`);
     await plane.sweep();
     expect(await serviceOf('app-relist', 2), 'the sweep created the Service of the executor added during the partition').toBeDefined();

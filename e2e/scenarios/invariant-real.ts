@@ -28,6 +28,10 @@ export async function snapshot(admin: ApiAccess, namespace: string): Promise<Clu
  * Violations of the invariant in the real API server's namespace `spark` (the kustomization's
  * namespace). `genuine`: the executors known to be the real ones when a tenant's pod claims the same slot.
  */
-export async function realInvariantProblems(admin: ApiAccess, defaultPort: number | undefined, genuine: ReadonlySet<string>): Promise<string[]> {
+export async function realInvariantProblems(
+  admin: ApiAccess,
+  defaultPort: number | undefined,
+  genuine: ReadonlySet<string>,
+): Promise<string[]> {
   return invariantProblems(await snapshot(admin, NS), { defaultPort, genuine });
 }

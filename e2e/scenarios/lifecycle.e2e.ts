@@ -14,7 +14,16 @@ import { rawGet } from '../adapter/kube-access.ts';
 import { type ScenarioCluster, scenarioCluster } from './cluster.ts';
 import { realInvariantProblems } from './invariant-real.ts';
 import { type Plane, startPlane } from './plane.ts';
-import { BLOCK_MANAGER_PORT, createPod, deletePod, driverPodBody, executorPodBody, markPhase, markRunning, type PodRef } from './spark-pods.ts';
+import {
+  BLOCK_MANAGER_PORT,
+  createPod,
+  deletePod,
+  driverPodBody,
+  executorPodBody,
+  markPhase,
+  markRunning,
+  type PodRef,
+} from './spark-pods.ts';
 
 const COOLDOWN_SECONDS = 5;
 const PROBE = fileURLToPath(new URL('./connect-probe.ts', import.meta.url));
@@ -40,12 +49,18 @@ interface Svc {
 }
 
 async function serviceOf(appId: string, execId: number): Promise<Svc | undefined> {
-  const list = (await rawGet(cluster.endpoints.admin, `/api/v1/namespaces/${NS}/services?labelSelector=spark-app-selector%3D${appId},spark-exec-id%3D${execId}`)) as { items: Svc[] };
+  const list = (await rawGet(
+    cluster.endpoints.admin,
+    `/api/v1/namespaces/${NS}/services?labelSelector=spark-app-selector%3D${appId},spark-exec-id%3D${execId}`,
+  )) as { items: Svc[] };
   return list.items[0];
 }
 
 async function readyEndpoints(serviceName: string): Promise<string[]> {
-  const list = (await rawGet(cluster.endpoints.admin, `/apis/discovery.k8s.io/v1/namespaces/${NS}/endpointslices?labelSelector=kubernetes.io%2Fservice-name%3D${serviceName}`)) as {
+  const list = (await rawGet(
+    cluster.endpoints.admin,
+    `/apis/discovery.k8s.io/v1/namespaces/${NS}/endpointslices?labelSelector=kubernetes.io%2Fservice-name%3D${serviceName}`,
+  )) as {
     items: Array<{ endpoints?: Array<{ addresses: string[]; conditions?: { ready?: boolean } }> }>;
   };
   return list.items.flatMap((s) => (s.endpoints ?? []).filter((e) => e.conditions?.ready !== false).flatMap((e) => e.addresses));
@@ -53,7 +68,9 @@ async function readyEndpoints(serviceName: string): Promise<string[]> {
 
 async function podIP(name: string): Promise<string> {
   return waitUntil(`pod ${name} running with an IP`, 60_000, async () => {
-    const pod = (await rawGet(cluster.endpoints.admin, `/api/v1/namespaces/${NS}/pods/${name}`)) as { status?: { phase?: string; podIP?: string } };
+    const pod = (await rawGet(cluster.endpoints.admin, `/api/v1/namespaces/${NS}/pods/${name}`)) as {
+      status?: { phase?: string; podIP?: string };
+    };
     return pod.status?.phase === 'Running' && pod.status.podIP !== undefined ? pod.status.podIP : undefined;
   });
 }
@@ -71,12 +88,23 @@ async function expectInvariant(step: string): Promise<void> {
 }
 
 /** Runs the connect probe in the client pod's network namespace; resolves with its outcome lines. */
-async function probeFromPod(clientPod: string, ip: string, port: number, until: string, deadlineMs: number): Promise<Array<{ atMs: number; outcome: string }>> {
+async function probeFromPod(
+  clientPod: string,
+  ip: string,
+  port: number,
+  until: string,
+  deadlineMs: number,
+): Promise<Array<{ atMs: number; outcome: string }>> {
   const harness = cluster.harness;
   if (harness === undefined) throw new Error('connecting from a pod needs the harness cluster (process kubelet, kube-proxy)');
-  const result = await harness.execInPod(NS, clientPod, [process.execPath, PROBE, ip, String(port), '--until', until, '--deadline-ms', String(deadlineMs)], {
-    timeoutMs: deadlineMs + 10_000,
-  });
+  const result = await harness.execInPod(
+    NS,
+    clientPod,
+    [process.execPath, PROBE, ip, String(port), '--until', until, '--deadline-ms', String(deadlineMs)],
+    {
+      timeoutMs: deadlineMs + 10_000,
+    },
+  );
   return result.stdout
     .trim()
     .split('\n')
@@ -107,14 +135,20 @@ describe.each([
   let client: string;
 
   beforeAll(async () => {
-    plane = await startPlane(cluster.endpoints, { mode, functionPort: 19_000 + (process.pid % 500) * 2 + port, functionOverrides: { COOLDOWN_SECONDS: String(COOLDOWN_SECONDS), LOG_LEVEL: 'debug' } });
+    plane = await startPlane(cluster.endpoints, {
+      mode,
+      functionPort: 19_000 + (process.pid % 500) * 2 + port,
+      functionOverrides: { COOLDOWN_SECONDS: String(COOLDOWN_SECONDS), LOG_LEVEL: 'debug' },
+    });
     figures['adapterEnv'] = plane.adapter().env;
     figures['functionOverrides'] = plane.fn().overrides;
   }, 15 * 60_000);
 
   afterAll(async () => {
     figures['events'] = plane?.proxy.requests.map((r) => `${r.headers['ce-type']} ${r.headers['ce-subject'] ?? ''} → ${String(r.status)}`);
-    figures['sampleExecutorEventBody'] = plane?.proxy.requests.find((r) => (r.headers['ce-subject'] ?? '').includes('-exec-'))?.body.slice(0, 300);
+    figures['sampleExecutorEventBody'] = plane?.proxy.requests
+      .find((r) => (r.headers['ce-subject'] ?? '').includes('-exec-'))
+      ?.body.slice(0, 300);
     figures['collectedLogLines'] = plane?.fn().process.lines.filter((l) => l.includes('"collected"')).length;
     await plane?.stop();
     for (const a of [app, app2]) rmSync(finishFile(a), { force: true });
@@ -122,7 +156,16 @@ describe.each([
 
   test('opted-in executors get their Service, owned by the driver, whose EndpointSlice lists the executor', async () => {
     client = `client-${mode}`;
-    await running(plane, { apiVersion: 'v1', kind: 'Pod', metadata: { name: client, namespace: NS }, spec: { restartPolicy: 'Never', terminationGracePeriodSeconds: 1, containers: [{ name: 'c', image: 'busybox', command: ['sleep', '3600'] }] } });
+    await running(plane, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: client, namespace: NS },
+      spec: {
+        restartPolicy: 'Never',
+        terminationGracePeriodSeconds: 1,
+        containers: [{ name: 'c', image: 'busybox', command: ['sleep', '3600'] }],
+      },
+    });
     driver = await running(plane, driverPodBody(NS, app, `${app}-driver`, finishFile(app)));
     execs = [];
     for (let i = 1; i <= 2; i++) execs.push(await running(plane, executorPodBody(NS, app, driver, i, `${app}-exec-${i}`)));
@@ -131,7 +174,9 @@ describe.each([
       expect(svc.metadata.ownerReferences?.map((o) => o.uid)).toEqual([driver.uid]);
       if (cluster.kubelet) {
         const ip = await podIP(`${app}-exec-${i}`);
-        await waitUntil(`EndpointSlice of ${svc.metadata.name} listing ${ip}`, 30_000, async () => ((await readyEndpoints(svc.metadata.name)).includes(ip) ? true : undefined));
+        await waitUntil(`EndpointSlice of ${svc.metadata.name} listing ${ip}`, 30_000, async () =>
+          (await readyEndpoints(svc.metadata.name)).includes(ip) ? true : undefined,
+        );
       }
     }
     await expectInvariant('executors running');
@@ -171,7 +216,9 @@ describe.each([
   test('driver finished: its Services are deleted', async () => {
     if (cluster.kubelet) writeFileSync(finishFile(app), '');
     else await markPhase(cluster.endpoints.admin, NS, driver.name, 'Succeeded');
-    await waitUntil(`Service of ${app} exec 2 deleted after the driver finished`, 60_000, async () => ((await serviceOf(app, 2)) === undefined ? true : undefined));
+    await waitUntil(`Service of ${app} exec 2 deleted after the driver finished`, 60_000, async () =>
+      (await serviceOf(app, 2)) === undefined ? true : undefined,
+    );
     expect(existsSync(finishFile(app)) || !cluster.kubelet).toBe(true);
     await expectInvariant('driver finished');
   });
@@ -188,9 +235,15 @@ describe.each([
     await waitUntil(`GC of ${svc.metadata.name}`, 60_000, async () => ((await serviceOf(app2, 1)) === undefined ? true : undefined));
     figures['driverDeletionToServiceGoneMs'] = Date.now() - deletedAt;
     await sleep(2_000);
-    const mentions = plane.fn().process.lines.slice(before).filter((l) => l.includes(svc.metadata.name));
+    const mentions = plane
+      .fn()
+      .process.lines.slice(before)
+      .filter((l) => l.includes(svc.metadata.name));
     figures['functionOnDriverDeletion'] = mentions;
-    expect(mentions.filter((l) => /"action":"deleted"/.test(l) && l.includes(`"service":"${svc.metadata.name}"`)), 'the function did not delete it itself').toEqual([]);
+    expect(
+      mentions.filter((l) => /"action":"deleted"/.test(l) && l.includes(`"service":"${svc.metadata.name}"`)),
+      'the function did not delete it itself',
+    ).toEqual([]);
     figures['functionReportedCollected'] = mentions.some((l) => l.includes('"collected"'));
     await expectInvariant('driver deleted');
   });

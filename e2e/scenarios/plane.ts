@@ -10,7 +10,13 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { NS } from '../../test/support/audited.ts';
 import { type RunningAdapter, startAdapter } from '../adapter/adapter.ts';
-import { type ApiAccess, applyObjects, createServiceAccountWithRole, ensureNamespace, serviceAccountToken } from '../adapter/kube-access.ts';
+import {
+  type ApiAccess,
+  applyObjects,
+  createServiceAccountWithRole,
+  ensureNamespace,
+  serviceAccountToken,
+} from '../adapter/kube-access.ts';
 import { type RecordingProxy, startRecordingProxy } from '../adapter/recording-proxy.ts';
 import { startTcpRelay, type TcpRelay } from '../adapter/tcp-relay.ts';
 import { adapterBinaries, KUSTOMIZATIONS, render, type Rendered, sendPing, type SourceMode } from '../adapter/render.ts';
@@ -82,7 +88,8 @@ export async function startPlane(cluster: ClusterEndpoints, options: PlaneOption
   await applyObjects(cluster.admin, rendered.objects);
   // The tenant: a ServiceAccount that may only create and delete pods (the harness's, when it runs).
   if (cluster.createTenant !== undefined) await cluster.createTenant(NS, TENANT);
-  else await createServiceAccountWithRole(cluster.admin, NS, TENANT, [{ apiGroups: [''], resources: ['pods'], verbs: ['create', 'delete'] }]);
+  else
+    await createServiceAccountWithRole(cluster.admin, NS, TENANT, [{ apiGroups: [''], resources: ['pods'], verbs: ['create', 'delete'] }]);
   const files = async (sa: string): Promise<ServiceAccountFiles> => ({
     token: await serviceAccountToken(cluster.admin, NS, sa),
     caPem: cluster.admin.caPem,

@@ -33,7 +33,10 @@ async function podJson(name: string): Promise<Record<string, unknown>> {
 }
 
 async function service(execId: number): Promise<{ metadata: { annotations?: Record<string, string> } } | undefined> {
-  const list = (await rawGet(cluster.endpoints.admin, `/api/v1/namespaces/${NS}/services?labelSelector=spark-app-selector%3D${APP},spark-exec-id%3D${execId}`)) as {
+  const list = (await rawGet(
+    cluster.endpoints.admin,
+    `/api/v1/namespaces/${NS}/services?labelSelector=spark-app-selector%3D${APP},spark-exec-id%3D${execId}`,
+  )) as {
     items: Array<{ metadata: { annotations?: Record<string, string> } }>;
   };
   return list.items[0];
@@ -82,7 +85,11 @@ test('a forged Succeeded update of the live driver changes nothing', async () =>
 
 test('a forged add of an executor that does not exist creates nothing', async () => {
   const body = executorPodBody(NS, APP, driver, 9, `${APP}-exec-9`);
-  const forged = { ...body, metadata: { ...(body['metadata'] as object), uid: '00000000-0000-0000-0000-000000000009' }, status: { phase: 'Running', podIP: '10.244.2.250' } };
+  const forged = {
+    ...body,
+    metadata: { ...(body['metadata'] as object), uid: '00000000-0000-0000-0000-000000000009' },
+    status: { phase: 'Running', podIP: '10.244.2.250' },
+  };
   const reply = await postCloudEvent(plane.fn().url, { type: podEventType('add'), data: forged, subject: podSubject(NS, `${APP}-exec-9`) });
   expect(reply.status).toBeLessThan(300);
   expect(await service(9)).toBeUndefined();

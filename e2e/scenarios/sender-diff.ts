@@ -39,7 +39,12 @@ export interface SenderComparison {
   readonly sequentialBodyEqual: boolean;
   readonly concurrentBodyEqual: boolean;
   readonly oneShotBodyEqual: boolean;
-  readonly ceTimeFormat: { adapter: string | undefined; sequential: string | undefined; concurrent: string | undefined; oneShot: string | undefined };
+  readonly ceTimeFormat: {
+    adapter: string | undefined;
+    sequential: string | undefined;
+    concurrent: string | undefined;
+    oneShot: string | undefined;
+  };
 }
 
 /** Classifies a ce-time value: how many fractional digits, which zone form. */
@@ -50,7 +55,11 @@ function timeShape(v: string | undefined): string | undefined {
 }
 
 /** Sends `object` as the tests and the bench do, in each way, to a capture server; returns the requests in that order. */
-async function ourRequests(verb: Verb, object: PodBody, recorded: RecordedRequest): Promise<{ sequential: RecordedRequest; concurrent: RecordedRequest[]; oneShot: RecordedRequest }> {
+async function ourRequests(
+  verb: Verb,
+  object: PodBody,
+  recorded: RecordedRequest,
+): Promise<{ sequential: RecordedRequest; concurrent: RecordedRequest[]; oneShot: RecordedRequest }> {
   const capture = await startRecordingProxy('http://127.0.0.1:9/');
   capture.setFaultPlan(() => ({ respond: 204 }));
   try {
@@ -70,7 +79,12 @@ async function ourRequests(verb: Verb, object: PodBody, recorded: RecordedReques
     } finally {
       concurrent.close();
     }
-    await postCloudEvent(capture.url, { type: recorded.headers['ce-type'] ?? '', data: object, source: recorded.headers['ce-source'], subject: recorded.headers['ce-subject'] });
+    await postCloudEvent(capture.url, {
+      type: recorded.headers['ce-type'] ?? '',
+      data: object,
+      source: recorded.headers['ce-source'],
+      subject: recorded.headers['ce-subject'],
+    });
     const all = capture.requests;
     if (all.length !== CONCURRENT_COPIES + 2) throw new Error(`capture server saw ${all.length} requests, want ${CONCURRENT_COPIES + 2}`);
     return { sequential: all[0]!, concurrent: all.slice(1, 1 + CONCURRENT_COPIES), oneShot: all[CONCURRENT_COPIES + 1]! };
@@ -98,7 +112,9 @@ export async function compareWithOurSenders(recorded: RecordedRequest): Promise<
   }));
   const headerDifferences = names.filter((name) => {
     const adapter = recorded.headers[name];
-    return mine.some((r) => (PER_SEND.has(name) ? (r.headers[name] === undefined) !== (adapter === undefined) : r.headers[name] !== adapter));
+    return mine.some((r) =>
+      PER_SEND.has(name) ? (r.headers[name] === undefined) !== (adapter === undefined) : r.headers[name] !== adapter,
+    );
   });
   return {
     eventType: type,
@@ -121,7 +137,10 @@ export async function compareWithOurSenders(recorded: RecordedRequest): Promise<
 /** One markdown table of a comparison, for the run's report. */
 export function comparisonTable(c: SenderComparison): string {
   const cell = (v: string | undefined): string => (v === undefined ? '—' : `\`${v.length > 60 ? `${v.slice(0, 57)}...` : v}\``);
-  const rows = c.headers.map((h) => `| ${h.name}${c.headerDifferences.includes(h.name) ? ' **≠**' : ''} | ${cell(h.adapter)} | ${cell(h.sequential)} | ${cell(h.concurrent)} | ${cell(h.oneShot)} |`);
+  const rows = c.headers.map(
+    (h) =>
+      `| ${h.name}${c.headerDifferences.includes(h.name) ? ' **≠**' : ''} | ${cell(h.adapter)} | ${cell(h.sequential)} | ${cell(h.concurrent)} | ${cell(h.oneShot)} |`,
+  );
   return [
     `${c.eventType}`,
     '',

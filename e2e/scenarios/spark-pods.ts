@@ -54,7 +54,11 @@ export function driverPodBody(namespace: string, appId: string, name: string, fi
 
 export function executorPodBody(namespace: string, appId: string, driver: PodRef, execId: number, name: string): Record<string, unknown> {
   const pod = executorPod({ namespace, appId, execId: String(execId), driver, blockManagerPort: BLOCK_MANAGER_PORT, optIn: true, name });
-  return runnable(pod, ['python3', '-c', LISTENER, String(BLOCK_MANAGER_PORT)], [{ name: 'blockmanager', containerPort: BLOCK_MANAGER_PORT, protocol: 'TCP' }]);
+  return runnable(
+    pod,
+    ['python3', '-c', LISTENER, String(BLOCK_MANAGER_PORT)],
+    [{ name: 'blockmanager', containerPort: BLOCK_MANAGER_PORT, protocol: 'TCP' }],
+  );
 }
 
 /** POST a pod as `who`; returns its name and uid. */
@@ -68,7 +72,8 @@ export async function createPod(who: ApiAccess, namespace: string, body: Record<
 export async function deletePod(who: ApiAccess, namespace: string, name: string, gracePeriodSeconds?: number): Promise<void> {
   const query = gracePeriodSeconds === undefined ? '' : `?gracePeriodSeconds=${gracePeriodSeconds}`;
   const answer = await rawRequest(who, 'DELETE', `/api/v1/namespaces/${namespace}/pods/${name}${query}`);
-  if (answer.status !== 200 && answer.status !== 202) throw new Error(`delete pod ${name}: HTTP ${answer.status}: ${JSON.stringify(answer.body)}`);
+  if (answer.status !== 200 && answer.status !== 202)
+    throw new Error(`delete pod ${name}: HTTP ${answer.status}: ${JSON.stringify(answer.body)}`);
 }
 
 /**
@@ -95,6 +100,12 @@ export async function markRunning(admin: ApiAccess, namespace: string, name: str
 }
 
 export async function markPhase(admin: ApiAccess, namespace: string, name: string, phase: 'Succeeded' | 'Failed'): Promise<void> {
-  const answer = await rawRequest(admin, 'PATCH', `/api/v1/namespaces/${namespace}/pods/${name}/status`, { status: { phase } }, 'application/merge-patch+json');
+  const answer = await rawRequest(
+    admin,
+    'PATCH',
+    `/api/v1/namespaces/${namespace}/pods/${name}/status`,
+    { status: { phase } },
+    'application/merge-patch+json',
+  );
   if (answer.status !== 200) throw new Error(`mark ${name} ${phase}: HTTP ${answer.status}: ${JSON.stringify(answer.body)}`);
 }

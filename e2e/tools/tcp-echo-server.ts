@@ -9,6 +9,8 @@ import { hostname } from 'node:os';
 
 const port = Number(process.argv[2] ?? 8080);
 const server = createServer((socket) => {
-  socket.end(`${JSON.stringify({ podIP: process.env['POD_IP'] ?? null, hostname: hostname(), local: socket.localAddress, remote: socket.remoteAddress })}\n`);
+  socket.end(
+    `${JSON.stringify({ podIP: process.env['POD_IP'] ?? null, hostname: hostname(), local: socket.localAddress, remote: socket.remoteAddress })}\n`,
+  );
 });
 server.listen(port, '0.0.0.0', () => process.stdout.write(`listening on ${port}\n`));

@@ -39,7 +39,12 @@ const MAX_DELAY_MS = 2_000;
 export async function handleEvent(deps: HandlerDeps, event: CloudEventLike, subject?: string, traceparent?: string): Promise<Handled> {
   const started = performance.now();
   const now = deps.now ?? (() => new Date());
-  const fields: Record<string, unknown> = { eventId: event.id, eventType: event.type, subject, ...(traceparent === undefined ? {} : { traceparent }) };
+  const fields: Record<string, unknown> = {
+    eventId: event.id,
+    eventType: event.type,
+    subject,
+    ...(traceparent === undefined ? {} : { traceparent }),
+  };
   let handled: Handled;
   let isSweep = false;
   try {
@@ -56,7 +61,13 @@ export async function handleEvent(deps: HandlerDeps, event: CloudEventLike, subj
       sleep: deps.sleep ?? defaultSleep,
       onRetry: (error, attempt, delayMs) => {
         deps.metrics.recordRetry(error);
-        deps.log.debug('retrying API call', { ...fields, attempt, delayMs: Math.round(delayMs), status: error.status, reason: error.reason });
+        deps.log.debug('retrying API call', {
+          ...fields,
+          attempt,
+          delayMs: Math.round(delayMs),
+          status: error.status,
+          reason: error.reason,
+        });
       },
     });
     // Items a list could not read: skipped, counted and logged once per answer.
@@ -65,7 +76,11 @@ export async function handleEvent(deps: HandlerDeps, event: CloudEventLike, subj
       deps.log.warn('list item skipped', { ...fields, resource, namespace, item: item.name, reason: item.reason });
     });
     const client = intercept(deps.client, retryUnderDeadline, requestMetrics(deps.metrics), reportSkipped);
-    const result = await reconcileEvent({ client, config: deps.config, now, log: deps.log, facts: deps.caches.facts }, parsed, deps.caches.sweepCursor);
+    const result = await reconcileEvent(
+      { client, config: deps.config, now, log: deps.log, facts: deps.caches.facts },
+      parsed,
+      deps.caches.sweepCursor,
+    );
     handled = { status: 200, result, reply: () => replyFor(event, result) };
     deps.metrics.recordServiceOutcomes(isSweep ? 'sweep' : 'event', result.outcomes);
     Object.assign(fields, { namespace: result.namespace, pod: result.pod, app: result.app, action: result.action, reason: result.reason });

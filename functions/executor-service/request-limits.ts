@@ -48,11 +48,16 @@ export function depthExceededAt(text: string, maxDepth: number): number {
 /** JSON.parse, once, of a text whose depth was checked first. */
 export function parseBoundedJson(text: string, maxDepth: number, what: string): unknown {
   const at = depthExceededAt(text, maxDepth);
-  if (at >= 0) throw new BodyRejected(400, 'json-too-deep', `${what} nests deeper than ${maxDepth} levels (at byte ${at}): refused unparsed`);
+  if (at >= 0)
+    throw new BodyRejected(400, 'json-too-deep', `${what} nests deeper than ${maxDepth} levels (at byte ${at}): refused unparsed`);
   try {
     return JSON.parse(text) as unknown;
   } catch (error) {
-    throw new BodyRejected(400, 'not-a-cloudevent', `not a valid CloudEvent: ${what} is not JSON: ${error instanceof Error ? error.message : String(error)}`);
+    throw new BodyRejected(
+      400,
+      'not-a-cloudevent',
+      `not a valid CloudEvent: ${what} is not JSON: ${error instanceof Error ? error.message : String(error)}`,
+    );
   }
 }
 
@@ -82,13 +87,19 @@ const SDK_JSON_TYPES: ReadonlySet<string> = new Set([
  */
 export function prepareBody(contentType: string | undefined, body: string, maxDepth: number): PreparedBody {
   const type = contentType ?? '';
-  if (/^application\/cloudevents-batch/i.test(type)) throw new BodyRejected(400, 'batch', 'batched CloudEvents are not accepted: send one event per request');
+  if (/^application\/cloudevents-batch/i.test(type))
+    throw new BodyRejected(400, 'batch', 'batched CloudEvents are not accepted: send one event per request');
   if (/^application\/cloudevents/i.test(type)) {
     const envelope = parseBoundedJson(body, maxDepth, 'the structured CloudEvent');
     if (Array.isArray(envelope)) throw new BodyRejected(400, 'batch', 'batched CloudEvents are not accepted: send one event per request');
-    if (typeof envelope !== 'object' || envelope === null) throw new BodyRejected(400, 'not-a-cloudevent', 'not a valid CloudEvent: a structured CloudEvent must be a JSON object');
+    if (typeof envelope !== 'object' || envelope === null)
+      throw new BodyRejected(400, 'not-a-cloudevent', 'not a valid CloudEvent: a structured CloudEvent must be a JSON object');
     const record = envelope as Record<string, unknown>;
-    checkRequired(Object.fromEntries(REQUIRED_ATTRIBUTES.map((name) => [name, typeof record[name] === 'string' ? (record[name] as string) : undefined])));
+    checkRequired(
+      Object.fromEntries(
+        REQUIRED_ATTRIBUTES.map((name) => [name, typeof record[name] === 'string' ? (record[name] as string) : undefined]),
+      ),
+    );
     const dataBase64 = record['data_base64'];
     if (typeof dataBase64 === 'string') checkDepth(Buffer.from(dataBase64, 'base64').toString('utf8'), maxDepth, 'data_base64');
     else if (typeof record['data'] === 'string') checkDepth(record['data'], maxDepth, 'data');
@@ -110,13 +121,19 @@ export function checkBinaryHeaders(headers: Readonly<Record<string, string>>): v
 
 function checkRequired(declared: Record<string, string | undefined>): void {
   const missing = REQUIRED_ATTRIBUTES.filter((name) => declared[name] === undefined || declared[name] === '');
-  if (missing.length > 0) throw new BodyRejected(400, 'not-a-cloudevent', `not a valid CloudEvent: missing required attribute(s) ${missing.join(', ')}`);
+  if (missing.length > 0)
+    throw new BodyRejected(400, 'not-a-cloudevent', `not a valid CloudEvent: missing required attribute(s) ${missing.join(', ')}`);
   if (!SPEC_VERSIONS.includes(declared['specversion']!)) {
-    throw new BodyRejected(400, 'not-a-cloudevent', `not a valid CloudEvent: specversion ${JSON.stringify(declared['specversion']!.slice(0, 20))} is not supported (1.0 or 0.3)`);
+    throw new BodyRejected(
+      400,
+      'not-a-cloudevent',
+      `not a valid CloudEvent: specversion ${JSON.stringify(declared['specversion']!.slice(0, 20))} is not supported (1.0 or 0.3)`,
+    );
   }
 }
 
 function checkDepth(text: string, maxDepth: number, what: string): void {
   const at = depthExceededAt(text, maxDepth);
-  if (at >= 0) throw new BodyRejected(400, 'json-too-deep', `${what} nests deeper than ${maxDepth} levels (at byte ${at}): refused unparsed`);
+  if (at >= 0)
+    throw new BodyRejected(400, 'json-too-deep', `${what} nests deeper than ${maxDepth} levels (at byte ${at}): refused unparsed`);
 }

@@ -35,7 +35,10 @@ export async function main(): Promise<void> {
     },
   );
   if (config.senderAuth === undefined) {
-    log.warn('sender authentication is off: any pod that can reach this function can send it events (set SENDER_AUTH=tokenreview with Knative\'s authentication-oidc; docs/deploy.md)', {});
+    log.warn(
+      "sender authentication is off: any pod that can reach this function can send it events (set SENDER_AUTH=tokenreview with Knative's authentication-oidc; docs/deploy.md)",
+      {},
+    );
   } else {
     log.info('sender authentication on', { audience: config.senderAuth.audience, users: config.senderAuth.users });
   }
@@ -59,4 +62,3 @@ export async function main(): Promise<void> {
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
 }
-

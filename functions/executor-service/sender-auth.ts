@@ -41,7 +41,12 @@ export interface TokenReviewer {
 
 export type SenderVerdict =
   | { readonly ok: true; readonly username: string }
-  | { readonly ok: false; readonly status: 401 | 403 | 503; readonly reason: 'unauthenticated' | 'forbidden' | 'auth-unavailable'; readonly message: string };
+  | {
+      readonly ok: false;
+      readonly status: 401 | 403 | 503;
+      readonly reason: 'unauthenticated' | 'forbidden' | 'auth-unavailable';
+      readonly message: string;
+    };
 
 const TokenReviewStatus = z.object({
   authenticated: z.boolean().optional(),
@@ -66,7 +71,9 @@ export class KubeTokenReviewer implements TokenReviewer {
     });
     try {
       const answer = await Promise.race([
-        this.api.createTokenReview({ body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token, audiences: [...audiences] } } }),
+        this.api.createTokenReview({
+          body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token, audiences: [...audiences] } },
+        }),
         timeout,
       ]);
       const status = TokenReviewStatus.safeParse(answer.status ?? {});
@@ -79,7 +86,9 @@ export class KubeTokenReviewer implements TokenReviewer {
       };
     } catch (error) {
       const code = (error as { code?: unknown }).code;
-      throw new Error(`TokenReview failed${typeof code === 'number' ? ` (HTTP ${code})` : ''}: ${error instanceof Error ? error.message.slice(0, 300) : String(error)}`);
+      throw new Error(
+        `TokenReview failed${typeof code === 'number' ? ` (HTTP ${code})` : ''}: ${error instanceof Error ? error.message.slice(0, 300) : String(error)}`,
+      );
     } finally {
       clearTimeout(timer);
     }
@@ -135,12 +144,14 @@ export class SenderAuthenticator {
   private async decide(authorization: string | string[] | undefined): Promise<SenderVerdict> {
     const header = typeof authorization === 'string' ? authorization : undefined;
     const match = header === undefined ? null : /^Bearer ([A-Za-z0-9._~+/=-]+)$/i.exec(header.trim());
-    if (match === null || match[1]!.length > MAX_TOKEN_LENGTH) return unauthenticated('a bearer token is required (Knative event-delivery authentication)');
+    if (match === null || match[1]!.length > MAX_TOKEN_LENGTH)
+      return unauthenticated('a bearer token is required (Knative event-delivery authentication)');
     const token = match[1]!;
     const claims = unverifiedClaims(token);
     if (claims === undefined) return unauthenticated('the bearer token is not a JWT');
     const audiences = typeof claims.aud === 'string' ? [claims.aud] : (claims.aud ?? []);
-    if (!audiences.includes(this.config.audience)) return unauthenticated(`the token is not for this function's audience ${this.config.audience}`);
+    if (!audiences.includes(this.config.audience))
+      return unauthenticated(`the token is not for this function's audience ${this.config.audience}`);
     const nowMs = this.now();
     if (claims.exp === undefined || claims.exp * 1000 <= nowMs) return unauthenticated('the token has expired');
     if (claims.sub === undefined || !this.trusted.has(claims.sub)) return forbidden(claims.sub);
@@ -153,7 +164,12 @@ export class SenderAuthenticator {
       let pending = this.inFlight.get(key);
       if (pending === undefined) {
         if (this.inFlight.size >= MAX_CONCURRENT_REVIEWS) {
-          return { ok: false, status: 503, reason: 'auth-unavailable', message: `${MAX_CONCURRENT_REVIEWS} token reviews are in flight: retry` };
+          return {
+            ok: false,
+            status: 503,
+            reason: 'auth-unavailable',
+            message: `${MAX_CONCURRENT_REVIEWS} token reviews are in flight: retry`,
+          };
         }
         this.reviews++;
         pending = this.reviewer.review(token, [this.config.audience]).then((r) => ({ ...r, reviewedAt: this.now() }));
@@ -172,8 +188,12 @@ export class SenderAuthenticator {
         return { ok: false, status: 503, reason: 'auth-unavailable', message: error instanceof Error ? error.message : String(error) };
       }
     }
-    if (!fact.authenticated) return unauthenticated(`the API server did not authenticate the token${fact.error === undefined ? '' : `: ${fact.error.slice(0, 200)}`}`);
-    if (!fact.audiences.includes(this.config.audience)) return unauthenticated(`the API server did not confirm the audience ${this.config.audience}`);
+    if (!fact.authenticated)
+      return unauthenticated(
+        `the API server did not authenticate the token${fact.error === undefined ? '' : `: ${fact.error.slice(0, 200)}`}`,
+      );
+    if (!fact.audiences.includes(this.config.audience))
+      return unauthenticated(`the API server did not confirm the audience ${this.config.audience}`);
     if (fact.username === undefined || !this.trusted.has(fact.username)) return forbidden(fact.username);
     return { ok: true, username: fact.username };
   }
@@ -195,5 +215,10 @@ function unauthenticated(message: string): SenderVerdict {
 }
 
 function forbidden(username: string | undefined): SenderVerdict {
-  return { ok: false, status: 403, reason: 'forbidden', message: `${JSON.stringify((username ?? '(none)').slice(0, 330))} is not a trusted sender (SENDER_AUTH_USERS)` };
+  return {
+    ok: false,
+    status: 403,
+    reason: 'forbidden',
+    message: `${JSON.stringify((username ?? '(none)').slice(0, 330))} is not a trusted sender (SENDER_AUTH_USERS)`,
+  };
 }

@@ -70,59 +70,64 @@ export async function startFunctionServer(deps: HandlerDeps, options: FunctionSe
   // The edge (issue 17): sender authentication, sweep coalescing, bounded requests (request-limits.ts).
   const senderAuth = deps.config.senderAuth;
   if (senderAuth !== undefined && options.tokenReviewer === undefined) throw new Error('SENDER_AUTH=tokenreview needs a token reviewer');
-  const authenticator = senderAuth === undefined ? undefined : new SenderAuthenticator(senderAuth, options.tokenReviewer!, metrics.registry);
+  const authenticator =
+    senderAuth === undefined ? undefined : new SenderAuthenticator(senderAuth, options.tokenReviewer!, metrics.registry);
   const sweepGate = new SweepGate(deps.config.sweepMinIntervalMs, metrics);
   const receiveTimeoutMs = deps.config.requestReceiveTimeoutMs;
 
-  const server = createServer({
-    requestTimeout: receiveTimeoutMs,
-    headersTimeout: Math.min(receiveTimeoutMs, 10_000),
-    connectionsCheckingInterval: connectionsCheckingIntervalFor(receiveTimeoutMs),
-  }, (req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
-    if (req.method === 'GET' && path === LIVENESS_PATH) return sendJson(res, 200, { status: 'ok' });
-    if (req.method === 'GET' && path === READINESS_PATH) return sendJson(res, draining ? 503 : 200, { status: draining ? 'draining' : 'ready' });
-    if (req.method === 'GET' && path === METRICS_PATH) return void serveMetrics(res);
-    if (path !== '/') {
-      metrics.recordRefused('unknown-path');
-      return sendJson(res, 404, { error: `no route for ${req.method} ${path}` });
-    }
-    if (req.method !== 'POST') {
-      metrics.recordRefused('method-not-allowed');
-      return sendJson(res, 405, { error: 'CloudEvents are accepted with POST /' }, { allow: 'POST' });
-    }
-    inFlight++;
-    const started = performance.now();
-    // The type until the event is parsed: the binary-mode header (only known types become label values).
-    const seen: { type: unknown } = { type: req.headers['ce-type'] };
-    void serveEvent(req, res, seen)
-      .catch((error: unknown): Answered => {
-        if (!(error instanceof HttpError) && req.destroyed && !req.complete) {
-          // The body did not arrive (REQUEST_RECEIVE_TIMEOUT_MS: Node answered 408 and closed), or the sender went away.
-          log.warn('request body not received', { error: error instanceof Error ? error.message : String(error), receiveTimeoutMs });
-          metrics.recordRefused('body-not-received');
-          return { code: 408, outcome: 'rejected' };
-        }
-        const status = error instanceof HttpError ? error.status : 500;
-        const message = error instanceof Error ? error.message : String(error);
-        if (status >= 500) log.error('request failed', { error: message });
-        else log.warn('request rejected', { status, error: message });
-        if (error instanceof HttpError && status < 500) metrics.recordRefused(error.reason);
-        if (!res.headersSent) sendJson(res, status, { error: message });
-        return { code: status, outcome: status >= 500 ? 'failed' : 'rejected' };
-      })
-      .then((answered) => {
-        try {
-          metrics.recordEvent(seen.type, answered.outcome, answered.code, (performance.now() - started) / 1000);
-        } catch (error) {
-          log.error('metrics failed', { error: error instanceof Error ? error.message : String(error) });
-        }
-      })
-      .finally(() => {
-        inFlight--;
-        if (inFlight === 0) drained.splice(0).forEach((resolve) => resolve());
-      });
-  });
+  const server = createServer(
+    {
+      requestTimeout: receiveTimeoutMs,
+      headersTimeout: Math.min(receiveTimeoutMs, 10_000),
+      connectionsCheckingInterval: connectionsCheckingIntervalFor(receiveTimeoutMs),
+    },
+    (req, res) => {
+      const path = (req.url ?? '/').split('?')[0];
+      if (req.method === 'GET' && path === LIVENESS_PATH) return sendJson(res, 200, { status: 'ok' });
+      if (req.method === 'GET' && path === READINESS_PATH)
+        return sendJson(res, draining ? 503 : 200, { status: draining ? 'draining' : 'ready' });
+      if (req.method === 'GET' && path === METRICS_PATH) return void serveMetrics(res);
+      if (path !== '/') {
+        metrics.recordRefused('unknown-path');
+        return sendJson(res, 404, { error: `no route for ${req.method} ${path}` });
+      }
+      if (req.method !== 'POST') {
+        metrics.recordRefused('method-not-allowed');
+        return sendJson(res, 405, { error: 'CloudEvents are accepted with POST /' }, { allow: 'POST' });
+      }
+      inFlight++;
+      const started = performance.now();
+      // The type until the event is parsed: the binary-mode header (only known types become label values).
+      const seen: { type: unknown } = { type: req.headers['ce-type'] };
+      void serveEvent(req, res, seen)
+        .catch((error: unknown): Answered => {
+          if (!(error instanceof HttpError) && req.destroyed && !req.complete) {
+            // The body did not arrive (REQUEST_RECEIVE_TIMEOUT_MS: Node answered 408 and closed), or the sender went away.
+            log.warn('request body not received', { error: error instanceof Error ? error.message : String(error), receiveTimeoutMs });
+            metrics.recordRefused('body-not-received');
+            return { code: 408, outcome: 'rejected' };
+          }
+          const status = error instanceof HttpError ? error.status : 500;
+          const message = error instanceof Error ? error.message : String(error);
+          if (status >= 500) log.error('request failed', { error: message });
+          else log.warn('request rejected', { status, error: message });
+          if (error instanceof HttpError && status < 500) metrics.recordRefused(error.reason);
+          if (!res.headersSent) sendJson(res, status, { error: message });
+          return { code: status, outcome: status >= 500 ? 'failed' : 'rejected' };
+        })
+        .then((answered) => {
+          try {
+            metrics.recordEvent(seen.type, answered.outcome, answered.code, (performance.now() - started) / 1000);
+          } catch (error) {
+            log.error('metrics failed', { error: error instanceof Error ? error.message : String(error) });
+          }
+        })
+        .finally(() => {
+          inFlight--;
+          if (inFlight === 0) drained.splice(0).forEach((resolve) => resolve());
+        });
+    },
+  );
   // Over the bound Node closes a new connection as soon as it is accepted (net.Server
   // maxConnections, 'drop' event): the sender sees a reset and retries; Knative's queue-proxy
   // answers it 502, which the sources retry.
@@ -282,7 +287,11 @@ function toCloudEvent(req: IncomingMessage, body: string, maxJsonDepth: number):
       event.validate();
     } catch (error) {
       const detail = (error as { errors?: unknown }).errors;
-      throw new HttpError(400, 'not-a-cloudevent', `invalid CloudEvent: ${error instanceof Error ? error.message : String(error)}${detail === undefined ? '' : ` ${JSON.stringify(detail).slice(0, 300)}`}`);
+      throw new HttpError(
+        400,
+        'not-a-cloudevent',
+        `invalid CloudEvent: ${error instanceof Error ? error.message : String(error)}${detail === undefined ? '' : ` ${JSON.stringify(detail).slice(0, 300)}`}`,
+      );
     }
     return event;
   });

@@ -74,7 +74,14 @@ function readCache(): Buffer | undefined {
 
 function evaluate(script: Script): Bundle {
   const module = { exports: {} as Bundle, filename: BUNDLE, id: BUNDLE, loaded: false };
-  (script.runInThisContext() as (...args: unknown[]) => void).call(module.exports, module.exports, createRequire(BUNDLE), module, BUNDLE, __dirname);
+  (script.runInThisContext() as (...args: unknown[]) => void).call(
+    module.exports,
+    module.exports,
+    createRequire(BUNDLE),
+    module,
+    BUNDLE,
+    __dirname,
+  );
   return module.exports;
 }
 

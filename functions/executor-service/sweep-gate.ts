@@ -33,7 +33,10 @@ export class SweepGate {
     if (this.running) return this.refuse('already-running', 'coalesced: a sweep is already running in this process');
     const sinceMs = this.now() - this.lastStart;
     if (sinceMs < this.minIntervalMs) {
-      return this.refuse('too-soon', `coalesced: the last sweep started ${Math.round(sinceMs)} ms ago (SWEEP_MIN_INTERVAL_MS=${this.minIntervalMs})`);
+      return this.refuse(
+        'too-soon',
+        `coalesced: the last sweep started ${Math.round(sinceMs)} ms ago (SWEEP_MIN_INTERVAL_MS=${this.minIntervalMs})`,
+      );
     }
     this.running = true;
     this.lastStart = this.now();

@@ -125,8 +125,7 @@ export function qosClass(pod: Obj): 'BestEffort' | 'Burstable' | 'Guaranteed' {
     const limits = record(getPath(c, 'resources', 'limits'));
     for (const res of ['cpu', 'memory']) {
       if (requests[res] !== undefined || limits[res] !== undefined) any = true;
-      if (limits[res] === undefined || (requests[res] !== undefined && String(requests[res]) !== String(limits[res])))
-        guaranteed = false;
+      if (limits[res] === undefined || (requests[res] !== undefined && String(requests[res]) !== String(limits[res]))) guaranteed = false;
     }
   }
   if (!any) return 'BestEffort';

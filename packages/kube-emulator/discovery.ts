@@ -36,7 +36,14 @@ export function coreV1Resources(): object {
     kind: 'APIResourceList',
     groupVersion: 'v1',
     resources: [
-      { name: 'namespaces', singularName: 'namespace', namespaced: false, kind: 'Namespace', verbs: ['create', 'get', 'list'], shortNames: ['ns'] },
+      {
+        name: 'namespaces',
+        singularName: 'namespace',
+        namespaced: false,
+        kind: 'Namespace',
+        verbs: ['create', 'get', 'list'],
+        shortNames: ['ns'],
+      },
       {
         name: 'pods',
         singularName: 'pod',

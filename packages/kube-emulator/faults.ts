@@ -42,7 +42,6 @@ export interface RequestFacts {
   readonly resource?: string;
 }
 
-
 function checkRule(rule: FaultRule): void {
   const times = rule.times ?? 1;
   if (!(times === Number.POSITIVE_INFINITY || (Number.isInteger(times) && times > 0)))
@@ -86,7 +85,10 @@ export class Faults implements FaultInjector {
       if (rule.verb !== undefined && rule.verb !== facts.verb) continue;
       if (rule.resource !== undefined && rule.resource !== facts.resource) continue;
       if (rule.path !== undefined) {
-        const ok = typeof rule.path === 'string' ? facts.path.includes(rule.path) : new RegExp(rule.path.source, rule.path.flags.replace('g', '')).test(facts.path);
+        const ok =
+          typeof rule.path === 'string'
+            ? facts.path.includes(rule.path)
+            : new RegExp(rule.path.source, rule.path.flags.replace('g', '')).test(facts.path);
         if (!ok) continue;
       }
       if (rule.probability !== undefined && this.random() >= rule.probability) continue;

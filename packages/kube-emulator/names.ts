@@ -158,8 +158,5 @@ export function isValidNamespaceName(ns: string): boolean {
 
 export function isIPv4(value: string): boolean {
   const parts = value.split('.');
-  return (
-    parts.length === 4 &&
-    parts.every((p) => /^(0|[1-9]\d{0,2})$/.test(p) && Number(p) <= 255)
-  );
+  return parts.length === 4 && parts.every((p) => /^(0|[1-9]\d{0,2})$/.test(p) && Number(p) <= 255);
 }

@@ -36,9 +36,7 @@ export class Namespaces {
         uid: namespaceUid(name),
         resourceVersion: rv,
         creationTimestamp: created,
-        labels: Object.fromEntries(
-          Object.entries({ ...labels, 'kubernetes.io/metadata.name': name }).sort(([a], [b]) => (a < b ? -1 : 1)),
-        ),
+        labels: Object.fromEntries(Object.entries({ ...labels, 'kubernetes.io/metadata.name': name }).sort(([a], [b]) => (a < b ? -1 : 1))),
       },
       spec: { finalizers: ['kubernetes'] },
       status: { phase: 'Active' },

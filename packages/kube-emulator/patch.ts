@@ -90,8 +90,7 @@ function locate(doc: { root: unknown }, tokens: string[]): { parent: unknown; ke
       : isRecord(parent)
         ? parent[key]
         : undefined;
-    if (next === undefined || next === null || typeof next !== 'object')
-      throw new PatchFailure('doc is missing path');
+    if (next === undefined || next === null || typeof next !== 'object') throw new PatchFailure('doc is missing path');
     parent = next;
     key = token;
   }

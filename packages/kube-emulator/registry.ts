@@ -67,8 +67,21 @@ const PROPAGATION = ['Foreground', 'Background', 'Orphan'];
 const GENERATE_ALPHABET = 'bcdfghjklmnpqrstvwxz2456789';
 /** v1 kinds the scheme knows: posting one of them to the wrong endpoint fails in conversion, not lookup. */
 const KNOWN_V1_KINDS = new Set([
-  'Pod', 'Service', 'ConfigMap', 'Secret', 'Namespace', 'Node', 'Endpoints', 'Event', 'ServiceAccount',
-  'PersistentVolume', 'PersistentVolumeClaim', 'ReplicationController', 'LimitRange', 'ResourceQuota', 'PodTemplate',
+  'Pod',
+  'Service',
+  'ConfigMap',
+  'Secret',
+  'Namespace',
+  'Node',
+  'Endpoints',
+  'Event',
+  'ServiceAccount',
+  'PersistentVolume',
+  'PersistentVolumeClaim',
+  'ReplicationController',
+  'LimitRange',
+  'ResourceQuota',
+  'PodTemplate',
 ]);
 
 function jsonWhat(value: unknown): string {
@@ -202,7 +215,8 @@ export class Registry implements GcHost {
     } else meta['uid'] = randomUUID();
     if (opts.seed !== true || str(meta['creationTimestamp']) === '') meta['creationTimestamp'] = this.now();
 
-    if (str(meta['name']) === '' && str(meta['generateName']) !== '') meta['name'] = this.generateName(resource, namespace, str(meta['generateName']));
+    if (str(meta['name']) === '' && str(meta['generateName']) !== '')
+      meta['name'] = this.generateName(resource, namespace, str(meta['generateName']));
 
     const givenStatus = obj['status'];
     delete obj['status'];
@@ -283,7 +297,9 @@ export class Registry implements GcHost {
       throw badRequest(`the name of the object (${str(meta['name'])}) does not match the name on the URL (${name})`);
     }
     if (str(meta['namespace']) !== '' && meta['namespace'] !== namespace) {
-      throw badRequest(`the namespace of the object (${str(meta['namespace'])}) does not match the namespace on the request (${namespace})`);
+      throw badRequest(
+        `the namespace of the object (${str(meta['namespace'])}) does not match the namespace on the request (${namespace})`,
+      );
     }
     meta['namespace'] = namespace;
     const uid = str(meta['uid']);
@@ -344,7 +360,13 @@ export class Registry implements GcHost {
       errs.push(fieldNotSupported('propagationPolicy', typeof policy === 'string' ? policy : null, [...PROPAGATION, 'nil']));
     }
     if (options.orphanDependents !== undefined && policy !== undefined) {
-      errs.push(fieldInvalid('propagationPolicy', typeof policy === 'string' ? policy : null, 'orphanDependents and deletionPropagation cannot be both set'));
+      errs.push(
+        fieldInvalid(
+          'propagationPolicy',
+          typeof policy === 'string' ? policy : null,
+          'orphanDependents and deletionPropagation cannot be both set',
+        ),
+      );
     }
     if (errs.length > 0) throw invalid('DeleteOptions', '', errs, 'meta.k8s.io');
 
@@ -357,7 +379,11 @@ export class Registry implements GcHost {
       const wantRv = typeof pre.resourceVersion === 'string' ? pre.resourceVersion : '';
       const haveRv = str(record(existing['metadata'])['resourceVersion']);
       if (wantRv !== '' && wantRv !== haveRv) {
-        throw conflict(resource, name, `Precondition failed: ResourceVersion in precondition: ${wantRv}, ResourceVersion in object meta: ${haveRv}`);
+        throw conflict(
+          resource,
+          name,
+          `Precondition failed: ResourceVersion in precondition: ${wantRv}, ResourceVersion in object meta: ${haveRv}`,
+        );
       }
     }
     if (options.dryRun === true) return existing;

@@ -352,11 +352,7 @@ function decodeValue(value: unknown, schema: Schema, ctx: Ctx): unknown {
   }
 }
 
-function decodeStruct(
-  value: unknown,
-  schema: Extract<Schema, { t: 'struct' }>,
-  ctx: Ctx,
-): Obj {
+function decodeStruct(value: unknown, schema: Extract<Schema, { t: 'struct' }>, ctx: Ctx): Obj {
   if (!isRecord(value)) fail(value, ctx, `v1.${schema.name}`);
   const out: Obj = {};
   const known = new Set<string>();
@@ -394,4 +390,3 @@ export function decodeObject(kind: 'Pod' | 'Service', body: Obj): Decoded {
   if (!isRecord(obj['metadata'])) obj['metadata'] = {};
   return { obj, unknownFields: unknown };
 }
-

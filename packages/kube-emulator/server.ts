@@ -108,6 +108,12 @@ function summarize(raw: string): string {
   return raw.length > 30 ? `${hex} ...` : hex;
 }
 
+/** A request without a body the emulator reads: drained so the connection can be reused. */
+function discardBody(req: IncomingMessage): string {
+  req.resume();
+  return '';
+}
+
 function readBody(req: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -229,7 +235,13 @@ export function createHandler(deps: HandlerDeps): (req: IncomingMessage, res: Se
     const verb = tokenReview ? (method === 'POST' ? 'create' : 'unknown') : verbOf(method, r, watch);
     const resource = tokenReview
       ? 'tokenreviews'
-      : r.type === 'resource' ? r.resource : r.type === 'namespaces' ? 'namespaces' : r.type === 'notFound' ? r.resource : undefined;
+      : r.type === 'resource'
+        ? r.resource
+        : r.type === 'namespaces'
+          ? 'namespaces'
+          : r.type === 'notFound'
+            ? r.resource
+            : undefined;
     const record: RequestRecord = {
       method,
       path: url.pathname,
@@ -256,7 +268,7 @@ export function createHandler(deps: HandlerDeps): (req: IncomingMessage, res: Se
     }
 
     const run = async (): Promise<Reply> => {
-      const raw = ['POST', 'PUT', 'PATCH', 'DELETE'].includes(method) ? await readBody(req) : (req.resume(), '');
+      const raw = ['POST', 'PUT', 'PATCH', 'DELETE'].includes(method) ? await readBody(req) : discardBody(req);
       if (fault?.kind === 'status' || fault?.kind === 'conflict') return faultReply(fault, r, verb);
       if (tokenReview) return serveTokenReview(deps.tokens, method, raw);
       // Negotiation only happens for API objects; unknown paths 404 whatever the Accept header.
@@ -335,7 +347,12 @@ export function createHandler(deps: HandlerDeps): (req: IncomingMessage, res: Se
           requireJsonBody(req);
           return written((o) => registry.update(r.resource, ns, name ?? '', parseJson(raw, info.kind), o), query, 'UpdateOptions', scope);
         case 'PATCH':
-          return written((o) => registry.patch(r.resource, ns, name ?? '', patchTypeOf(req), parseJson(raw, undefined), o), query, 'PatchOptions', scope);
+          return written(
+            (o) => registry.patch(r.resource, ns, name ?? '', patchTypeOf(req), parseJson(raw, undefined), o),
+            query,
+            'PatchOptions',
+            scope,
+          );
         default:
           throw methodNotAllowed(NOT_ALLOWED);
       }
@@ -513,4 +530,3 @@ export function createHandler(deps: HandlerDeps): (req: IncomingMessage, res: Se
     return ok({ kind: 'NamespaceList', apiVersion: 'v1', metadata: meta, items: items.map(stripTypeMeta) });
   }
 }
-

@@ -43,7 +43,8 @@ export class ServiceAllocations {
         spec['clusterIPs'] = oldSpec['clusterIPs'];
       }
       if (array(spec['ipFamilies']).length === 0 && oldSpec['ipFamilies'] !== undefined) spec['ipFamilies'] = oldSpec['ipFamilies'];
-      if (spec['ipFamilyPolicy'] === undefined && oldSpec['ipFamilyPolicy'] !== undefined) spec['ipFamilyPolicy'] = oldSpec['ipFamilyPolicy'];
+      if (spec['ipFamilyPolicy'] === undefined && oldSpec['ipFamilyPolicy'] !== undefined)
+        spec['ipFamilyPolicy'] = oldSpec['ipFamilyPolicy'];
     }
     // The user changed the singular clusterIP only: the plural follows it.
     if (str(spec['clusterIP']) !== str(oldSpec['clusterIP']) && deepEqual(spec['clusterIPs'], oldSpec['clusterIPs'])) {

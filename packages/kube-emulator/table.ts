@@ -28,7 +28,10 @@ const COLUMNS: Record<string, Column[]> = {
     NAME,
     col('Ready', 'The aggregate readiness state of this pod for accepting traffic.'),
     col('Status', 'The aggregate status of the containers in this pod.'),
-    col('Restarts', 'The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.'),
+    col(
+      'Restarts',
+      'The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.',
+    ),
     AGE,
     col('IP', 'podIP address allocated to the pod.', 1),
     col('Node', 'NodeName indicates in which node this pod is scheduled.', 1),

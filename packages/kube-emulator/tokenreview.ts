@@ -89,12 +89,17 @@ export class TokenIssuer {
     const [header, payload, signature] = parts as [string, string, string];
     const expected = Buffer.from(this.sign(`${header}.${payload}`));
     const given = Buffer.from(signature);
-    if (expected.length !== given.length || !timingSafeEqual(expected, given)) return { user: {}, error: '[invalid bearer token, square/go-jose: error in cryptographic primitive]' };
+    if (expected.length !== given.length || !timingSafeEqual(expected, given))
+      return { user: {}, error: '[invalid bearer token, square/go-jose: error in cryptographic primitive]' };
     const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as Claims;
     const nowSeconds = Math.floor(this.now() / 1000);
     if (claims.exp <= nowSeconds) return { user: {}, error: '[invalid bearer token, service account token has expired]' };
     const audiences = claims.aud.filter((a) => wanted.includes(a));
-    if (audiences.length === 0) return { user: {}, error: `[invalid bearer token, token audiences ${JSON.stringify(claims.aud)} is invalid for the target audiences ${JSON.stringify(wanted)}]` };
+    if (audiences.length === 0)
+      return {
+        user: {},
+        error: `[invalid bearer token, token audiences ${JSON.stringify(claims.aud)} is invalid for the target audiences ${JSON.stringify(wanted)}]`,
+      };
     const ns = claims['kubernetes.io'].namespace;
     const sa = claims['kubernetes.io'].serviceaccount;
     if (this.accounts.get(`${ns}/${sa.name}`) !== sa.uid) {
@@ -118,7 +123,8 @@ export class TokenIssuer {
 
 /** POST body → TokenReview response (201, as the real API server answers a create). */
 export function serveTokenReview(issuer: TokenIssuer, method: string, raw: string): { code: number; body: unknown } {
-  if (method !== 'POST') return { code: 405, body: status(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource') };
+  if (method !== 'POST')
+    return { code: 405, body: status(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource') };
   let review: unknown;
   try {
     review = JSON.parse(raw);

@@ -184,8 +184,9 @@ function validateServiceSpec(svc: Obj): FieldError[] {
     if (str(spec['clusterIP']) !== '') errs.push(fieldForbidden('spec.clusterIPs', 'may not be set for `type=ExternalName`'));
     const externalName = str(spec['externalName']);
     if (externalName === '') errs.push(fieldRequired('spec.externalName'));
-    else for (const msg of isDns1123Subdomain(externalName.replace(/\.$/, '')))
-      errs.push(fieldInvalid('spec.externalName', externalName, msg));
+    else
+      for (const msg of isDns1123Subdomain(externalName.replace(/\.$/, '')))
+        errs.push(fieldInvalid('spec.externalName', externalName, msg));
   }
 
   if (ports.length === 0 && !headless && type !== 'ExternalName') errs.push(fieldRequired('spec.ports'));

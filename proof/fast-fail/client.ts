@@ -262,10 +262,13 @@ async function main(): Promise<void> {
   const total = plan.cases.reduce((n, c) => n + c.targets.length, 0);
   if (!(plan.timeoutMs > 0) || total > MAX_ATTEMPTS) throw new Error('invalid plan');
   // Watchdog: every attempt ends by timeoutMs; allow generous slack, then give up.
-  const watchdog = setTimeout(() => {
-    process.stderr.write('fast-fail client: watchdog fired, exiting\n');
-    process.exit(3);
-  }, total * (plan.timeoutMs + 1000) + sparkPlanBoundMs(plan.spark) + 5000);
+  const watchdog = setTimeout(
+    () => {
+      process.stderr.write('fast-fail client: watchdog fired, exiting\n');
+      process.exit(3);
+    },
+    total * (plan.timeoutMs + 1000) + sparkPlanBoundMs(plan.spark) + 5000,
+  );
   watchdog.unref();
   // Parent-death detection: the orchestrator holds our stdin pipe open and never writes.
   // If it dies (even by SIGKILL), the pipe closes and we stop instead of running on.
@@ -282,6 +285,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`fast-fail client: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+  process.stderr.write(`fast-fail client: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
   process.exit(2);
 });

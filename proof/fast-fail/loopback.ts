@@ -116,7 +116,9 @@ export async function setupLoopback(opts: {
   } else {
     notes.push(`drop: could not saturate the accept queue after ${MAX_FILL_CONNECTS} connects; case (a) skipped`);
   }
-  notes.push('reject: needs an iptables REJECT rule (root + a network namespace); case (b) skipped in loopback mode. ' +
-    'Case (c) (RST) is the nearest stand-in: it also fails on the first packet with ECONNREFUSED.');
+  notes.push(
+    'reject: needs an iptables REJECT rule (root + a network namespace); case (b) skipped in loopback mode. ' +
+      'Case (c) (RST) is the nearest stand-in: it also fails on the first packet with ECONNREFUSED.',
+  );
   return { plans, notes };
 }

@@ -97,17 +97,33 @@ export function setupNetns(opts: {
   //     kube-proxy jumps to KUBE-SERVICES from OUTPUT (and FORWARD, for pod traffic).
   ipt('-N', REJECT_CHAIN);
   for (let i = 1; i <= peers; i++) {
-    ipt('-A', REJECT_CHAIN, '-d', `${peerAddress(2, i)}/32`, '-p', 'tcp', '-m', 'comment', '--comment',
-      `spark/svc-spark-demo-exec-${i}:blockmanager has no endpoints`, '-m', 'tcp', '--dport', port,
-      '-j', 'REJECT', '--reject-with', 'icmp-port-unreachable');
+    ipt(
+      '-A',
+      REJECT_CHAIN,
+      '-d',
+      `${peerAddress(2, i)}/32`,
+      '-p',
+      'tcp',
+      '-m',
+      'comment',
+      '--comment',
+      `spark/svc-spark-demo-exec-${i}:blockmanager has no endpoints`,
+      '-m',
+      'tcp',
+      '--dport',
+      port,
+      '-j',
+      'REJECT',
+      '--reject-with',
+      'icmp-port-unreachable',
+    );
   }
   ipt('-A', 'OUTPUT', '-j', REJECT_CHAIN);
   const ruleSummary = runOrThrow(ip, ['netns', 'exec', name, iptables, '-w', '5', '-S'])
     .split('\n')
     .filter((l) => l.startsWith('-A'));
 
-  const range = (net: 1 | 2 | 3 | 4) =>
-    Array.from({ length: peers }, (_, k) => ({ host: peerAddress(net, k + 1), port: PEER_PORT }));
+  const range = (net: 1 | 2 | 3 | 4) => Array.from({ length: peers }, (_, k) => ({ host: peerAddress(net, k + 1), port: PEER_PORT }));
   const plans: CasePlan[] = [
     { id: 'live', targets: Array.from({ length: peers }, () => ({ host: peerAddress(4, 1), port: PEER_PORT })), serveLocal: true },
     { id: 'closed', targets: range(3) },

@@ -101,9 +101,9 @@ export const SIMULATED = [
 ];
 
 export const REAL_CLUSTER_ADDS = [
-  "kube-proxy programming lag: the REJECT rule appears only after kube-proxy syncs the endpoint change (about a second, its iptables min-sync-period; longer on big clusters). Until then the Service still DNATs to the dead pod IP, so a connect made in that window hangs like a DROP row and costs one connect timeout.",
+  'kube-proxy programming lag: the REJECT rule appears only after kube-proxy syncs the endpoint change (about a second, its iptables min-sync-period; longer on big clusters). Until then the Service still DNATs to the dead pod IP, so a connect made in that window hangs like a DROP row and costs one connect timeout.',
   "DNS: executors advertise their Service's name, so a new connection first resolves it (CoreDNS, search-path expansion; ndots:5 can mean several lookups), and the JVM caches the answer (networkaddress.cache.ttl). The Service's ClusterIP does not change while the Service exists, so a cached answer stays right; a pod IP in a cache or in the driver's map-output locations is what goes stale.",
-  "when the driver learns of the loss: from its pod watch usually within seconds of a pod deletion, from its API polling (spark.kubernetes.executor.apiPollingInterval, 30 s), or, for a node that vanished, from missed heartbeats (spark.network.timeout, 120 s, checked every spark.network.timeoutInterval, 60 s). Which of the two driver rows applies depends on whether the fetch starts before or after that.",
+  'when the driver learns of the loss: from its pod watch usually within seconds of a pod deletion, from its API polling (spark.kubernetes.executor.apiPollingInterval, 30 s), or, for a node that vanished, from missed heartbeats (spark.network.timeout, 120 s, checked every spark.network.timeoutInterval, 60 s). Which of the two driver rows applies depends on whether the fetch starts before or after that.',
   'conntrack: connections already open to the old pod keep their NAT entry and fail through TCP retransmission / idle timeouts, not through the reject rule, which only sees new connections.',
   'proxy mode: this reproduces iptables mode. nftables mode installs its own reject for Services without endpoints; for IPVS mode the kube-proxy maintainers found no extra rule was needed (kubernetes/kubernetes#72534). What the client sees (ICMP vs RST) can differ, and kubernetes/kubernetes#78994 reports setups where the connect still hung: check the cluster in use.',
   'cross-node routing: the dropped SYN may cross a node or overlay first; some CNIs answer with ICMP host-unreachable after a failed ARP (~3 s) instead of staying silent.',
@@ -228,8 +228,10 @@ export async function runFastFail(options: FastFailOptions): Promise<FastFailRep
   const factor = timeoutMs / SPARK_CONNECT_TIMEOUT_MS;
   const expectedMs = expectedRunMs(peers, timeoutMs);
   if (expectedMs > MAX_EXPECTED_RUN_MS) {
-    throw new Error(`--peers ${peers} --timeout-ms ${timeoutMs} would run about ${Math.round(expectedMs / 1000)} s; ` +
-      `keep it under ${MAX_EXPECTED_RUN_MS / 1000} s (fewer peers or a shorter timeout)`);
+    throw new Error(
+      `--peers ${peers} --timeout-ms ${timeoutMs} would run about ${Math.round(expectedMs / 1000)} s; ` +
+        `keep it under ${MAX_EXPECTED_RUN_MS / 1000} s (fewer peers or a shorter timeout)`,
+    );
   }
   checkNodeSupportsTs();
   const choice = chooseMode(options.mode);
@@ -285,53 +287,67 @@ export async function runFastFail(options: FastFailOptions): Promise<FastFailRep
     const drop = cases.find((c) => c.id === 'drop');
     const reject = cases.find((c) => c.id === 'reject');
     if (drop?.projectedTotalMs != null && reject?.projectedTotalMs != null && reject.projectedTotalMs > 0) {
-      notes.push(`per connect, at Spark's ${SPARK_CONNECT_TIMEOUT_MS / 1000} s timeout, ${peers} lost peers connected once each cost ` +
-        `${formatMs(drop.projectedTotalMs)} behind a dropped pod IP vs ${formatMs(reject.projectedTotalMs)} behind ` +
-        `a Service without endpoints (~${speedup(drop.projectedTotalMs / reject.projectedTotalMs)} times faster to fail).`);
+      notes.push(
+        `per connect, at Spark's ${SPARK_CONNECT_TIMEOUT_MS / 1000} s timeout, ${peers} lost peers connected once each cost ` +
+          `${formatMs(drop.projectedTotalMs)} behind a dropped pod IP vs ${formatMs(reject.projectedTotalMs)} behind ` +
+          `a Service without endpoints (~${speedup(drop.projectedTotalMs / reject.projectedTotalMs)} times faster to fail).`,
+      );
     }
     if (counters !== null) {
-      notes.push(`kernel counters in ${namespace} after part 1: DROP chain matched ${counters.dropPackets ?? '?'} packets ` +
-        `(${peers} SYNs + their retransmits), REJECT chain matched ${counters.rejectPackets ?? '?'} packets (one SYN per peer).`);
+      notes.push(
+        `kernel counters in ${namespace} after part 1: DROP chain matched ${counters.dropPackets ?? '?'} packets ` +
+          `(${peers} SYNs + their retransmits), REJECT chain matched ${counters.rejectPackets ?? '?'} packets (one SYN per peer).`,
+      );
     }
 
     // Part 2: Spark's fetch path, three set-ups x driver knows / not, at scaled settings.
     const targetsOf = (id: CaseId): TargetPlan[] | null => plans.find((p) => p.id === id)?.targets ?? null;
     const scenarios = buildScenarios(factor, { drop: targetsOf('drop'), reject: targetsOf('reject') });
     const driverHost = mode === 'netns' ? '127.0.4.2' : '127.0.0.1';
-    log(`Spark fetch path: ${scenarios.length} scenarios, settings scaled x${fmtFactor(factor)} ` +
-      `(connect timeout 120 s -> ${timeoutMs} ms, retryWait 5 s -> ${round1(SPARK_DEFAULT_CONF.retryWaitMs * factor)} ms) ...`);
+    log(
+      `Spark fetch path: ${scenarios.length} scenarios, settings scaled x${fmtFactor(factor)} ` +
+        `(connect timeout 120 s -> ${timeoutMs} ms, retryWait 5 s -> ${round1(SPARK_DEFAULT_CONF.retryWaitMs * factor)} ms) ...`,
+    );
     const sparkResult = await runClient(prefix, { timeoutMs, cases: [], spark: { driverHost, scenarios } }, cleanup);
     let sparkCounters: { dropPackets: number | null; rejectPackets: number | null } | null = null;
     const after = readCounters !== null ? readCounters() : null;
     if (after !== null && counters !== null) {
       const delta = (a: number | null, b: number | null): number | null => (a === null || b === null ? null : a - b);
-      sparkCounters = { dropPackets: delta(after.dropPackets, counters.dropPackets), rejectPackets: delta(after.rejectPackets, counters.rejectPackets) };
+      sparkCounters = {
+        dropPackets: delta(after.dropPackets, counters.dropPackets),
+        rejectPackets: delta(after.rejectPackets, counters.rejectPackets),
+      };
     }
     const raw = sparkResult.spark ?? [];
     const rows: SparkRow[] = [];
     for (const setup of SETUP_ORDER) {
       for (const driverKnows of [true, false]) {
         const got = raw.find((r) => r.id === scenarioId(setup, driverKnows));
-        const skipped = SETUPS[setup].target === 'reject' && mode === 'loopback'
-          ? 'loopback mode has no REJECT rule'
-          : 'its lost-peer address could not be set up';
+        const skipped =
+          SETUPS[setup].target === 'reject' && mode === 'loopback'
+            ? 'loopback mode has no REJECT rule'
+            : 'its lost-peer address could not be set up';
         rows.push(buildSparkRow(setup, driverKnows, peers, factor, got, got === undefined ? skipped : undefined));
       }
     }
     const serviceRows = raw.filter((r) => SETUPS[r.id.split('/')[0] as keyof typeof SETUPS]?.target === 'reject');
     const serviceConnects = serviceRows.reduce((n, r) => n + r.attempts.filter((a) => a.outcome !== 'aborted').length, 0);
     if (sparkCounters !== null) {
-      notes.push(`kernel counters in ${namespace} for part 2: DROP chain matched ${sparkCounters.dropPackets ?? '?'} packets, ` +
-        `REJECT chain matched ${sparkCounters.rejectPackets ?? '?'} packets (the Service rows made ${serviceConnects} connects, one SYN each).`);
+      notes.push(
+        `kernel counters in ${namespace} for part 2: DROP chain matched ${sparkCounters.dropPackets ?? '?'} packets, ` +
+          `REJECT chain matched ${sparkCounters.rejectPackets ?? '?'} packets (the Service rows made ${serviceConnects} connects, one SYN each).`,
+      );
     }
     const byId = (id: string): SparkRow | undefined => rows.find((r) => r.id === id);
     const dk = byId(scenarioId('defaults-drop', true));
     const sk = byId(scenarioId('service-reject', true));
     const su = byId(scenarioId('service-reject', false));
     if (dk?.projected != null && sk?.projected != null && su?.projected != null) {
-      notes.push(`as Spark pays it, ${peers} lost peers: ${formatDuration(dk.projected.giveUpMs)} behind pod IPs at Spark's defaults ` +
-        `vs ${formatDuration(sk.projected.giveUpMs)} behind Services once the driver knows the executor is dead, ` +
-        `${formatDuration(su.projected.giveUpMs)} (${SPARK_DEFAULT_CONF.maxRetries} x retryWait) while it does not.`);
+      notes.push(
+        `as Spark pays it, ${peers} lost peers: ${formatDuration(dk.projected.giveUpMs)} behind pod IPs at Spark's defaults ` +
+          `vs ${formatDuration(sk.projected.giveUpMs)} behind Services once the driver knows the executor is dead, ` +
+          `${formatDuration(su.projected.giveUpMs)} (${SPARK_DEFAULT_CONF.maxRetries} x retryWait) while it does not.`,
+      );
     }
     const spark: SparkSection = {
       factor,
@@ -385,8 +401,10 @@ export function printReport(report: FastFailReport, outFile: string | null, prin
   print('');
   print(`fast-fail demo - mode: ${report.mode} (${report.modeReason})`);
   print(`A reduce task that must fetch from K=${report.peers} lost executors, re-enacted with Spark's fetch path at settings`);
-  print(`scaled x${fmtFactor(f)}: connect timeout 120 s -> ${round1(d?.connectTimeoutMs ?? 0)} ms, 10 s -> ${round1(t?.connectTimeoutMs ?? 0)} ms, ` +
-    `retryWait 5 s -> ${round1(d?.retryWaitMs ?? 0)} ms, maxRetries ${d?.maxRetries ?? '?'}.`);
+  print(
+    `scaled x${fmtFactor(f)}: connect timeout 120 s -> ${round1(d?.connectTimeoutMs ?? 0)} ms, 10 s -> ${round1(t?.connectTimeoutMs ?? 0)} ms, ` +
+      `retryWait 5 s -> ${round1(d?.retryWaitMs ?? 0)} ms, maxRetries ${d?.maxRetries ?? '?'}.`,
+  );
   print('');
   print(renderSparkTable(report.spark.rows));
   print('');
@@ -399,9 +417,11 @@ export function printReport(report: FastFailReport, outFile: string | null, prin
   print('');
   print(`Per connect (part 1: ${report.peers} connects per case, one at a time, timeout ${report.timeoutMs} ms, no Spark logic):`);
   for (const c of report.cases) {
-    print(c.skipped !== undefined
-      ? `  ${CASE_INFO[c.id].title}: skipped (${c.skipped})`
-      : `  ${CASE_INFO[c.id].title}: ${formatMs(c.p50Ms)} per peer (p50), ${formatMs(c.totalMs)} in total; ${describeCodes(c)}`);
+    print(
+      c.skipped !== undefined
+        ? `  ${CASE_INFO[c.id].title}: skipped (${c.skipped})`
+        : `  ${CASE_INFO[c.id].title}: ${formatMs(c.p50Ms)} per peer (p50), ${formatMs(c.totalMs)} in total; ${describeCodes(c)}`,
+    );
   }
   print('');
   for (const n of report.notes) print(`* ${n}`);

@@ -38,10 +38,7 @@ export function scenarioId(setup: SetupId, driverKnows: boolean): string {
 }
 
 /** Scenarios for the client: every set-up x driver knows / not, at scale factor (e.g. 1/60). */
-export function buildScenarios(
-  factor: number,
-  targets: { drop: TargetPlan[] | null; reject: TargetPlan[] | null },
-): SparkScenarioPlan[] {
+export function buildScenarios(factor: number, targets: { drop: TargetPlan[] | null; reject: TargetPlan[] | null }): SparkScenarioPlan[] {
   const out: SparkScenarioPlan[] = [];
   for (const setup of SETUP_ORDER) {
     const t = targets[SETUPS[setup].target];
@@ -98,7 +95,11 @@ export interface SparkRow {
 }
 
 /** How the measured connects of a scenario failed, as the model's input. */
-export function measuredOutcome(result: SparkScenarioResult): { outcome: ConnectOutcome; connectMs: number; codes: Record<string, number> } {
+export function measuredOutcome(result: SparkScenarioResult): {
+  outcome: ConnectOutcome;
+  connectMs: number;
+  codes: Record<string, number>;
+} {
   const failed = result.attempts.filter((a) => a.outcome === 'timeout' || a.outcome === 'refused' || a.outcome === 'error');
   const codes: Record<string, number> = {};
   for (const a of result.attempts) if (a.outcome !== 'aborted') codes[a.code] = (codes[a.code] ?? 0) + 1;
@@ -163,8 +164,10 @@ function why(row: SparkRow): string {
   const m = row.measured;
   const p = row.projected;
   if (m === null || p === null) return '-';
-  const exc = m.failingReason === 'executor-dead' ? 'ExecutorDeadException (driver check)' : `IOException, ${row.realConf.maxRetries} retries used`;
-  const bound = p.boundBy === 'serial-first-connects' ? `waited for ${row.peers} serial first connects` : 'waited for the first retry chain';
+  const exc =
+    m.failingReason === 'executor-dead' ? 'ExecutorDeadException (driver check)' : `IOException, ${row.realConf.maxRetries} retries used`;
+  const bound =
+    p.boundBy === 'serial-first-connects' ? `waited for ${row.peers} serial first connects` : 'waited for the first retry chain';
   return `${exc}; ${bound}`;
 }
 

@@ -16,7 +16,12 @@ export type Applied = ServiceOutcome | 'redo' | { readonly outcome: ServiceOutco
 export async function apply(ctx: ReconcileContext, view: FactView, action: Action): Promise<Applied> {
   const namespace = view.namespace;
   const counts = ctx.facts.counts;
-  const done = (service: string, outcome: ServiceOutcome['action'], detail: string): ServiceOutcome => ({ namespace, service, action: outcome, detail });
+  const done = (service: string, outcome: ServiceOutcome['action'], detail: string): ServiceOutcome => ({
+    namespace,
+    service,
+    action: outcome,
+    detail,
+  });
   switch (action.kind) {
     case 'report':
       return done(action.service, action.outcome, action.why);
@@ -39,7 +44,11 @@ export async function apply(ctx: ReconcileContext, view: FactView, action: Actio
     }
     case 'patch': {
       const { service } = action;
-      const metadata = { ...(action.patch['metadata'] as Record<string, unknown> | undefined), resourceVersion: service.resourceVersion, uid: service.uid };
+      const metadata = {
+        ...(action.patch['metadata'] as Record<string, unknown> | undefined),
+        resourceVersion: service.resourceVersion,
+        uid: service.uid,
+      };
       const patched = await ctx.client.patchService(namespace, service.name, { ...action.patch, metadata });
       if (patched === 'not-found' || patched === 'conflict') {
         view.forgetService(action.slot);

@@ -84,10 +84,11 @@ export class FactView {
         }
       }
       let claimants = this.claimants.get(key);
-      const trusted = claimants === undefined ? trust.claimantsOf.find((t) => t.slot.appId === slot.appId && t.slot.execId === slot.execId) : undefined;
+      const trusted =
+        claimants === undefined ? trust.claimantsOf.find((t) => t.slot.appId === slot.appId && t.slot.execId === slot.execId) : undefined;
       if (trusted !== undefined) {
         const cached = this.ctx.facts.claimants.get(slotCacheKey(this.namespace, slot.appId, slot.execId));
-        if (cached !== undefined && cached.value.includes(trusted.naming)) {
+        if (cached?.value.includes(trusted.naming)) {
           claimants = remembered(cached.value, cached.at);
           for (const name of cached.value) this.rememberedPod(name);
         }
@@ -192,7 +193,16 @@ export class FactView {
   private async listServices(appId: string, slots: readonly SlotKey[]): Promise<void> {
     const found = new Map<string, ServiceFact>();
     await forEachPage(
-      (token) => this.ctx.client.listServices(this.namespace, appServicesSelector(appId, slots.map((s) => s.execId)), this.ctx.config.sweepPageSize, token),
+      (token) =>
+        this.ctx.client.listServices(
+          this.namespace,
+          appServicesSelector(
+            appId,
+            slots.map((s) => s.execId),
+          ),
+          this.ctx.config.sweepPageSize,
+          token,
+        ),
       (items) => {
         for (const item of items) {
           const fact = serviceFact(item);
@@ -282,7 +292,9 @@ export class FactView {
     // Our own read is ordered at its start; a shared one at the round's start.
     const order = shared === undefined ? this.order.next() : this.order.roundStamp;
     const { entry } = this.ctx.facts.podReads.join(key, this.now(), undefined, () =>
-      this.ctx.client.readPod(this.namespace, name).then((pod) => (pod === undefined ? 'absent' : (podFact(pod, this.ctx.config.defaultBlockManagerPort) ?? 'absent'))),
+      this.ctx.client
+        .readPod(this.namespace, name)
+        .then((pod) => (pod === undefined ? 'absent' : (podFact(pod, this.ctx.config.defaultBlockManagerPort) ?? 'absent'))),
     );
     const value = await entry.result;
     const fresh = shared === undefined || sharedReadIsFresh(entry.startedAt, this.order.roundStart);
@@ -320,4 +332,3 @@ export class FactView {
     this.countEpoch = counted.epoch;
   }
 }
-

@@ -38,7 +38,11 @@ export async function reconcileSlots(ctx: ReconcileContext, request: ReconcileRe
 }
 
 /** Decides the slots of Services already read (fresh); what else the rules need is read. */
-export async function reconcileServices(ctx: ReconcileContext, namespace: string, services: readonly ServiceFact[]): Promise<ServiceOutcome[]> {
+export async function reconcileServices(
+  ctx: ReconcileContext,
+  namespace: string,
+  services: readonly ServiceFact[],
+): Promise<ServiceOutcome[]> {
   const slots = services.flatMap((service) => (service.slot === undefined ? [] : [{ slot: service.slot, service }]));
   if (slots.length === 0) return [];
   return reconcileSlots(ctx, { namespace, slots: slots.map((s) => s.slot), read: { services: slots } });
@@ -49,10 +53,16 @@ async function reconcileHeld(ctx: ReconcileContext, request: ReconcileRequest, h
   const outcomes: ServiceOutcome[] = [];
   let pending: SlotKey[] = uniqueSlots(request.slots);
   if (request.look?.readServicesFirst === true) {
-    await view.read(pending.map((slot): Need => ({ kind: 'service', slot })), []);
+    await view.read(
+      pending.map((slot): Need => ({ kind: 'service', slot })),
+      [],
+    );
     // A marked Service whose recorded executor the caller's list showed running (a sweep page):
     // read that executor, or the cool-down's "the mark stands, unread" would keep a wrong mark.
-    await view.read(view.markedButHintedRunning().map((name): Need => ({ kind: 'pod', name })), []);
+    await view.read(
+      view.markedButHintedRunning().map((name): Need => ({ kind: 'pod', name })),
+      [],
+    );
   }
   for (let round = 0; round < MAX_ROUNDS && pending.length > 0; round++) {
     const decision = decide(view.facts(pending), ctx.config, ctx.now().getTime());
@@ -94,4 +104,3 @@ async function reconcileHeld(ctx: ReconcileContext, request: ReconcileRequest, h
   }
   return outcomes;
 }
-

@@ -67,7 +67,9 @@ export class CoreV1KubeClient implements KubeClient {
   async readPod(namespace: string, name: string): Promise<Pod | undefined> {
     const call: CallDescription = { verb: 'get', resource: 'pods', namespace, name };
     if (!isValidTarget(namespace, name)) return undefined; // no object can have that name
-    return this.orUndefinedOn404(call, async () => parseObject(Pod, await this.api.readNamespacedPod({ namespace, name }, this.options()), call));
+    return this.orUndefinedOn404(call, async () =>
+      parseObject(Pod, await this.api.readNamespacedPod({ namespace, name }, this.options()), call),
+    );
   }
 
   async listPods(namespace: string, labelSelector: string, limit: number, continueToken?: string): Promise<Page<Pod>> {
@@ -213,19 +215,33 @@ function isValidTarget(namespace: string, name: string): boolean {
 
 /** Whether the client sends a request for this call at all (the rule above; a list or create names no object). */
 export function sendsRequest(call: CallDescription): boolean {
-  return call.name === undefined || call.verb === 'create' ? NamespaceName.safeParse(call.namespace).success : isValidTarget(call.namespace, call.name);
+  return call.name === undefined || call.verb === 'create'
+    ? NamespaceName.safeParse(call.namespace).success
+    : isValidTarget(call.namespace, call.name);
 }
 
 function assertValidNamespace(call: CallDescription): void {
   if (!NamespaceName.safeParse(call.namespace).success) {
-    throw new KubeApiError(`${call.verb} ${call.resource}: invalid namespace ${JSON.stringify(call.namespace.slice(0, 80))}`, 400, 'Invalid', false, undefined);
+    throw new KubeApiError(
+      `${call.verb} ${call.resource}: invalid namespace ${JSON.stringify(call.namespace.slice(0, 80))}`,
+      400,
+      'Invalid',
+      false,
+      undefined,
+    );
   }
 }
 
 function parseObject<T>(schema: z.ZodType<T>, value: unknown, call: CallDescription): T {
   const parsed = schema.safeParse(value);
   if (!parsed.success) {
-    throw new KubeApiError(`${call.verb} ${call.resource}: unexpected response shape: ${parsed.error.issues[0]?.message ?? ''}`, 502, 'InvalidResponse', false, undefined);
+    throw new KubeApiError(
+      `${call.verb} ${call.resource}: unexpected response shape: ${parsed.error.issues[0]?.message ?? ''}`,
+      502,
+      'InvalidResponse',
+      false,
+      undefined,
+    );
   }
   return parsed.data;
 }

@@ -46,18 +46,27 @@ export function intercept(client: KubeClient, ...layers: readonly Layer[]): Kube
   const skippedOf = (page: Page<unknown>): readonly SkippedItem[] => page.skipped;
   return {
     readPod: (ns, name) => run(at('get', 'pods', ns, name, found), () => client.readPod(ns, name)),
-    listPods: (ns, selector, limit, token) => run(at('list', 'pods', ns, undefined, listed, skippedOf), () => client.listPods(ns, selector, limit, token)),
+    listPods: (ns, selector, limit, token) =>
+      run(at('list', 'pods', ns, undefined, listed, skippedOf), () => client.listPods(ns, selector, limit, token)),
     readService: (ns, name) => run(at('get', 'services', ns, name, found), () => client.readService(ns, name)),
-    listServices: (ns, selector, limit, token) => run(at('list', 'services', ns, undefined, listed, skippedOf), () => client.listServices(ns, selector, limit, token)),
+    listServices: (ns, selector, limit, token) =>
+      run(at('list', 'services', ns, undefined, listed, skippedOf), () => client.listServices(ns, selector, limit, token)),
     createService: (body: ServiceBody) =>
-      run(at<CreateResult>('create', 'services', body.metadata.namespace, undefined, (r) => (r.outcome === 'created' ? '201' : '409')), () => client.createService(body)),
+      run(
+        at<CreateResult>('create', 'services', body.metadata.namespace, undefined, (r) => (r.outcome === 'created' ? '201' : '409')),
+        () => client.createService(body),
+      ),
     patchService: (ns, name, patch) =>
-      run(at<Awaited<ReturnType<KubeClient['patchService']>>>('patch', 'services', ns, name, (r) => (r === 'not-found' ? '404' : r === 'conflict' ? '409' : '200')), () =>
-        client.patchService(ns, name, patch),
+      run(
+        at<Awaited<ReturnType<KubeClient['patchService']>>>('patch', 'services', ns, name, (r) =>
+          r === 'not-found' ? '404' : r === 'conflict' ? '409' : '200',
+        ),
+        () => client.patchService(ns, name, patch),
       ),
     deleteService: (ns, name, uid, rv) =>
-      run(at<DeleteResult>('delete', 'services', ns, name, (r) => (r === 'deleted' ? '200' : r === 'not-found' ? '404' : '409')), () =>
-        client.deleteService(ns, name, uid, rv),
+      run(
+        at<DeleteResult>('delete', 'services', ns, name, (r) => (r === 'deleted' ? '200' : r === 'not-found' ? '404' : '409')),
+        () => client.deleteService(ns, name, uid, rv),
       ),
   };
 }

@@ -36,7 +36,10 @@ export function resolveBlockManagerPort(pod: Pod, defaultPort: number | undefine
   }
   const fromOpts = portFromJavaOpts(pod);
   if (fromOpts === 'ambiguous') {
-    return { ok: false, reason: 'the pod sets spark.blockManager.port to several different values (SPARK_JAVA_OPT_<n>); the executor keeps its pod IP' };
+    return {
+      ok: false,
+      reason: 'the pod sets spark.blockManager.port to several different values (SPARK_JAVA_OPT_<n>); the executor keeps its pod IP',
+    };
   }
   if (fromOpts !== undefined) return { ok: true, port: fromOpts, source: 'spark-java-opt' };
   if (defaultPort !== undefined) return { ok: true, port: defaultPort, source: 'default' };

@@ -83,12 +83,16 @@ export function parseFunctionEvent(event: CloudEventLike): FunctionEvent {
   // walk out of /pods/. No Pod can have such a name, so such an owner cannot exist.
   for (const owner of pod.data.metadata.ownerReferences ?? []) {
     if (owner.kind === 'Pod' && !ObjectName.safeParse(owner.name).success) {
-      throw new InvalidEventError(`${type}: invalid Pod: ownerReferences: name ${JSON.stringify(owner.name.slice(0, 80))} is not a valid Pod name`);
+      throw new InvalidEventError(
+        `${type}: invalid Pod: ownerReferences: name ${JSON.stringify(owner.name.slice(0, 80))} is not a valid Pod name`,
+      );
     }
     // A Pod's UID is made by the API server: an event naming a Pod owner by a UID no server makes
     // is refused before any read (lists take such pods in their stride: shared/kube/client.ts).
     if (owner.kind === 'Pod' && (owner.uid.length === 0 || owner.uid.length > MAX_OBJECT_UID)) {
-      throw new InvalidEventError(`${type}: invalid Pod: ownerReferences: a uid of ${owner.uid.length} characters is not one the API server makes (at most ${MAX_OBJECT_UID})`);
+      throw new InvalidEventError(
+        `${type}: invalid Pod: ownerReferences: a uid of ${owner.uid.length} characters is not one the API server makes (at most ${MAX_OBJECT_UID})`,
+      );
     }
   }
   return { kind: 'pod', verb: resourceVerb!, pod: pod.data };

@@ -27,14 +27,12 @@ export function isLabelValue(value: string): boolean {
   return value.length <= 63 && LABEL_VALUE.test(value);
 }
 
-export const Labels = z
-  .record(z.string(), z.string())
-  .superRefine((labels, ctx) => {
-    for (const [key, value] of Object.entries(labels)) {
-      if (!isLabelKey(key)) ctx.addIssue({ code: 'custom', message: `invalid label key ${JSON.stringify(key.slice(0, 80))}` });
-      if (!isLabelValue(value)) ctx.addIssue({ code: 'custom', message: `invalid value for label ${JSON.stringify(key.slice(0, 80))}` });
-    }
-  });
+export const Labels = z.record(z.string(), z.string()).superRefine((labels, ctx) => {
+  for (const [key, value] of Object.entries(labels)) {
+    if (!isLabelKey(key)) ctx.addIssue({ code: 'custom', message: `invalid label key ${JSON.stringify(key.slice(0, 80))}` });
+    if (!isLabelValue(value)) ctx.addIssue({ code: 'custom', message: `invalid value for label ${JSON.stringify(key.slice(0, 80))}` });
+  }
+});
 
 export const Annotations = z.record(z.string(), z.string());
 

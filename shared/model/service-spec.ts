@@ -120,16 +120,24 @@ export function serviceFact(service: Service): ServiceFact | undefined {
   if (uid === undefined || resourceVersion === undefined) return undefined;
   const owners = service.metadata.ownerReferences ?? [];
   // An owner reference that can name no pod (podRefOf) was not written by us: not ours either.
-  const ours = service.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY_VALUE && owners.length <= 1 && owners.every((o) => podRefOf(o) !== undefined);
+  const ours =
+    service.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY_VALUE &&
+    owners.length <= 1 &&
+    owners.every((o) => podRefOf(o) !== undefined);
   const labels = service.metadata.labels ?? {};
   const annotations = service.metadata.annotations ?? {};
   const appId = labels[SPARK_APP_ID_LABEL];
   const execId = labels[SPARK_EXECUTOR_ID_LABEL];
   const slot =
-    appId !== undefined && execId !== undefined && isSparkExecutorId(execId) && name === executorServiceName(appId, execId) ? { appId, execId } : undefined;
+    appId !== undefined && execId !== undefined && isSparkExecutorId(execId) && name === executorServiceName(appId, execId)
+      ? { appId, execId }
+      : undefined;
   const executorName = annotations[EXECUTOR_POD_ANNOTATION];
   const executorUid = annotations[EXECUTOR_UID_ANNOTATION];
-  const executor = executorName !== undefined && executorUid !== undefined ? podRefOf({ apiVersion: 'v1', kind: 'Pod', name: executorName, uid: executorUid }) : undefined;
+  const executor =
+    executorName !== undefined && executorUid !== undefined
+      ? podRefOf({ apiVersion: 'v1', kind: 'Pod', name: executorName, uid: executorUid })
+      : undefined;
   const owner = owners[0] === undefined ? undefined : podRefOf(owners[0]);
   return {
     name,

@@ -87,7 +87,9 @@ export function podFact(pod: Pod, defaultPort: number | undefined): PodFact | un
  * controller reference that can name no pod (podRefOf) leaves the executor without a driver.
  */
 function controllerPodOf(pod: Pod): PodRef | undefined {
-  const owner = (pod.metadata.ownerReferences ?? []).find((ref) => ref.kind === 'Pod' && ref.apiVersion === 'v1' && ref.controller === true);
+  const owner = (pod.metadata.ownerReferences ?? []).find(
+    (ref) => ref.kind === 'Pod' && ref.apiVersion === 'v1' && ref.controller === true,
+  );
   return owner === undefined ? undefined : podRefOf(owner);
 }
 

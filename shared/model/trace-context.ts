@@ -8,9 +8,7 @@
 import { z } from 'zod';
 
 /** version-traceid-parentid-flags, lower-case hex; version ff is invalid, all-zero ids are invalid. */
-const Traceparent = z
-  .string()
-  .regex(/^(?!ff)[0-9a-f]{2}-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/);
+const Traceparent = z.string().regex(/^(?!ff)[0-9a-f]{2}-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/);
 
 /** The HTTP header if well-formed, else the CloudEvent's extension attribute if well-formed. */
 export function traceparentOf(header: unknown, extension: unknown): string | undefined {

@@ -8,12 +8,7 @@ export const SERVICE_ACCOUNT_NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/se
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
 const intFromEnv = (min: number, max: number) =>
-  z
-    .string()
-    .trim()
-    .regex(/^\d+$/, 'must be a whole number')
-    .transform(Number)
-    .pipe(z.number().int().min(min).max(max));
+  z.string().trim().regex(/^\d+$/, 'must be a whole number').transform(Number).pipe(z.number().int().min(min).max(max));
 
 /**
  * The ApiServerSource adapter sends one event at a time per namespace and waits for the answer;
@@ -29,7 +24,12 @@ const EnvSchema = z.object({
   WATCH_NAMESPACES: z
     .string()
     .optional()
-    .transform((v) => (v ?? '').split(',').map((s) => s.trim()).filter((s) => s !== ''))
+    .transform((v) =>
+      (v ?? '')
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s !== ''),
+    )
     .pipe(z.array(z.string().max(63).regex(DNS1123_LABEL, 'each namespace must be a DNS-1123 label'))),
   OPT_IN_MODE: z.enum(['label', 'all']).default('label'),
   BLOCK_MANAGER_PORT: intFromEnv(1, 65535).optional(),

@@ -6,12 +6,7 @@
 import { z } from 'zod';
 
 const intFromEnv = (min: number, max: number) =>
-  z
-    .string()
-    .trim()
-    .regex(/^\d+$/, 'must be a whole number')
-    .transform(Number)
-    .pipe(z.number().int().min(min).max(max));
+  z.string().trim().regex(/^\d+$/, 'must be a whole number').transform(Number).pipe(z.number().int().min(min).max(max));
 
 /** `system:serviceaccount:<namespace>:<name>`, as a TokenReview reports a ServiceAccount's token. */
 const SERVICE_ACCOUNT_USERNAME = /^system:serviceaccount:[a-z0-9]([-a-z0-9]*[a-z0-9])?:[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
@@ -31,7 +26,12 @@ export const EDGE_ENV = {
   SENDER_AUTH_USERS: z
     .string()
     .optional()
-    .transform((v) => (v ?? '').split(',').map((s) => s.trim()).filter((s) => s !== ''))
+    .transform((v) =>
+      (v ?? '')
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s !== ''),
+    )
     .pipe(z.array(z.string().max(330).regex(SERVICE_ACCOUNT_USERNAME, 'each entry must be system:serviceaccount:<namespace>:<name>'))),
   /** How long a TokenReview's answer is reused for the same token (0: every request asks). */
   SENDER_AUTH_CACHE_SECONDS: intFromEnv(0, 600).default(30),
@@ -60,9 +60,19 @@ export function edgeConfig(e: z.infer<typeof EdgeSchema>): { config: EdgeConfig;
   const problems: string[] = [];
   let senderAuth: SenderAuthConfig | undefined;
   if (e.SENDER_AUTH === 'tokenreview') {
-    if (e.SENDER_AUTH_AUDIENCE === undefined) problems.push('SENDER_AUTH_AUDIENCE: required when SENDER_AUTH=tokenreview (the audience the sources request tokens for: their spec.sink.audience)');
-    if (e.SENDER_AUTH_USERS.length === 0) problems.push('SENDER_AUTH_USERS: required when SENDER_AUTH=tokenreview (the sources\' OIDC ServiceAccounts, as system:serviceaccount:<namespace>:<name>)');
-    senderAuth = { audience: e.SENDER_AUTH_AUDIENCE ?? '', users: [...new Set(e.SENDER_AUTH_USERS)], cacheMs: e.SENDER_AUTH_CACHE_SECONDS * 1000 };
+    if (e.SENDER_AUTH_AUDIENCE === undefined)
+      problems.push(
+        'SENDER_AUTH_AUDIENCE: required when SENDER_AUTH=tokenreview (the audience the sources request tokens for: their spec.sink.audience)',
+      );
+    if (e.SENDER_AUTH_USERS.length === 0)
+      problems.push(
+        "SENDER_AUTH_USERS: required when SENDER_AUTH=tokenreview (the sources' OIDC ServiceAccounts, as system:serviceaccount:<namespace>:<name>)",
+      );
+    senderAuth = {
+      audience: e.SENDER_AUTH_AUDIENCE ?? '',
+      users: [...new Set(e.SENDER_AUTH_USERS)],
+      cacheMs: e.SENDER_AUTH_CACHE_SECONDS * 1000,
+    };
   }
   return {
     config: {

@@ -56,8 +56,6 @@ export type RefusedReason =
 /** `too-soon`: refused by the sweep gate before any round began (functions/executor-service/sweep-gate.ts). */
 export type SweepResult = SweepRound | 'failed' | 'too-soon';
 
-
-
 interface CacheStats {
   readonly size: number;
   readonly bytes: number;
@@ -243,7 +241,8 @@ export class Metrics {
     const eachCacheKind = (visit: (kind: string, cache: { size: number; bytes: number; evictions: number }) => void): void => {
       const from = sources();
       if (from === undefined) return;
-      for (const [kind, cache] of Object.entries({ pods: from.facts.pods, services: from.facts.services, claimants: from.facts.claimants })) visit(kind, cache);
+      for (const [kind, cache] of Object.entries({ pods: from.facts.pods, services: from.facts.services, claimants: from.facts.claimants }))
+        visit(kind, cache);
     };
     this.cacheEntries = new Gauge({
       name: `${METRIC_PREFIX}fact_cache_entries`,

@@ -47,10 +47,14 @@ function pod(spec: PodSpec): PodFact {
       uid: spec.uid,
       resourceVersion: '1',
       labels,
-      ...(owner === null ? {} : { ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: owner.name, uid: owner.uid, controller: true }] }),
+      ...(owner === null
+        ? {}
+        : { ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: owner.name, uid: owner.uid, controller: true }] }),
       ...(spec.deleting === true ? { deletionTimestamp: '2026-12-03T11:59:00Z' } : {}),
     },
-    spec: { containers: [{ name: 'c', env: port === null ? [] : [{ name: 'SPARK_JAVA_OPT_1', value: `-Dspark.blockManager.port=${port}` }] }] },
+    spec: {
+      containers: [{ name: 'c', env: port === null ? [] : [{ name: 'SPARK_JAVA_OPT_1', value: `-Dspark.blockManager.port=${port}` }] }],
+    },
     status: { phase: spec.phase ?? 'Running' },
   };
   return podFact(Pod.parse(body), undefined)!;
@@ -79,7 +83,8 @@ function svc(spec: SvcSpec = {}): ServiceFact {
   const owner = spec.owner === undefined ? DRIVER : spec.owner;
   const port = spec.port ?? 7079;
   const annotations: Record<string, string> = { 'spark-exec-svc/driver-pod': DRIVER.name };
-  if (executor !== null) Object.assign(annotations, { 'spark-exec-svc/executor-pod': executor.name, 'spark-exec-svc/executor-uid': executor.uid });
+  if (executor !== null)
+    Object.assign(annotations, { 'spark-exec-svc/executor-pod': executor.name, 'spark-exec-svc/executor-uid': executor.uid });
   if (spec.goneAt !== undefined) annotations['spark-exec-svc/executor-gone-at'] = spec.goneAt;
   const body = {
     metadata: {
@@ -87,9 +92,14 @@ function svc(spec: SvcSpec = {}): ServiceFact {
       namespace: NS,
       uid: 'svc-uid',
       resourceVersion: '42',
-      labels: spec.managed === false ? { team: 'web' } : { 'app.kubernetes.io/managed-by': 'spark-exec-svc', 'spark-app-selector': app, 'spark-exec-id': exec },
+      labels:
+        spec.managed === false
+          ? { team: 'web' }
+          : { 'app.kubernetes.io/managed-by': 'spark-exec-svc', 'spark-app-selector': app, 'spark-exec-id': exec },
       annotations,
-      ...(owner === null ? {} : { ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: owner.name, uid: owner.uid, controller: true }] }),
+      ...(owner === null
+        ? {}
+        : { ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: owner.name, uid: owner.uid, controller: true }] }),
     },
     spec: {
       type: 'ClusterIP',
@@ -101,8 +111,8 @@ function svc(spec: SvcSpec = {}): ServiceFact {
 }
 
 /** Read now, after the Service was read (order 10 > the Service's 1), unless a row says otherwise. */
-const fresh = <T,>(value: T, order = 10): Observation<T> => ({ value, at: NOW, fresh: true, order });
-const remembered = <T,>(value: T, ageMs = 1_000): Observation<T> => ({ value, at: NOW - ageMs, fresh: false, order: 0 });
+const fresh = <T>(value: T, order = 10): Observation<T> => ({ value, at: NOW, fresh: true, order });
+const remembered = <T>(value: T, ageMs = 1_000): Observation<T> => ({ value, at: NOW - ageMs, fresh: false, order: 0 });
 
 interface World {
   pods?: Array<Observation<PodFact | 'absent'> & { name?: string }>;
@@ -120,7 +130,8 @@ function run(world: World) {
   const pods = new Map<string, Observation<PodFact | 'absent'>>();
   for (const p of world.pods ?? []) pods.set(p.value === 'absent' ? p.name! : p.value.name, p);
   // The Service is read first in every row (order 1); rows that read it later say so with their own orders.
-  const service = world.service === undefined ? undefined : { ...world.service, order: world.service.fresh ? (world.serviceOrder ?? 1) : 0 };
+  const service =
+    world.service === undefined ? undefined : { ...world.service, order: world.service.fresh ? (world.serviceOrder ?? 1) : 0 };
   const slot: SlotFacts = { appId: APP, execId: '1', service, claimants: world.claimants };
   const count = world.count === undefined ? undefined : world.countRemembered === true ? remembered(world.count) : fresh(world.count);
   const facts: Facts = { namespace: NS, pods, slots: [slot], ourServiceCount: count };
@@ -137,37 +148,92 @@ function outcome(world: World): string {
 }
 
 describe('creating: only for an executor the API server shows running, with a running driver', () => {
-  const base: World = { pods: [fresh(runningExecutor()), fresh(optedInDriver())], service: fresh('absent'), claimants: fresh([EXEC.name]), count: 0 };
+  const base: World = {
+    pods: [fresh(runningExecutor()), fresh(optedInDriver())],
+    service: fresh('absent'),
+    claimants: fresh([EXEC.name]),
+    count: 0,
+  };
   it.each<[string, World, string]>([
     ['running, opted in through the driver, no Service → create', base, 'create'],
     ['Service not read yet → create anyway (the create fails if one exists)', { ...base, service: undefined }, 'create'],
-    ['opted in on the executor only', { ...base, pods: [fresh(runningExecutor({ optIn: true })), fresh(optedInDriver({ optIn: false }))] }, 'create'],
+    [
+      'opted in on the executor only',
+      { ...base, pods: [fresh(runningExecutor({ optIn: true })), fresh(optedInDriver({ optIn: false }))] },
+      'create',
+    ],
     ['neither opted in → ignored', { ...base, pods: [fresh(runningExecutor()), fresh(optedInDriver({ optIn: false }))] }, 'ignored'],
-    ['OPT_IN_MODE=all', { ...base, pods: [fresh(runningExecutor()), fresh(optedInDriver({ optIn: false }))], rules: { optInMode: 'all' } }, 'create'],
+    [
+      'OPT_IN_MODE=all',
+      { ...base, pods: [fresh(runningExecutor()), fresh(optedInDriver({ optIn: false }))], rules: { optInMode: 'all' } },
+      'create',
+    ],
     ['no block-manager port → skipped', { ...base, pods: [fresh(runningExecutor({ port: null })), fresh(optedInDriver())] }, 'skipped'],
-    ['no controller owner (client mode without a driver pod) → skipped', { ...base, pods: [fresh(runningExecutor({ owner: null, optIn: true }))] }, 'skipped'],
+    [
+      'no controller owner (client mode without a driver pod) → skipped',
+      { ...base, pods: [fresh(runningExecutor({ owner: null, optIn: true }))] },
+      'skipped',
+    ],
     [
       'owner is a notebook pod without Spark labels (client mode) → create',
-      { ...base, pods: [fresh(runningExecutor({ owner: { name: 'notebook', uid: 'nb' } })), fresh(pod({ name: 'notebook', uid: 'nb', role: 'none', optIn: true }))] },
+      {
+        ...base,
+        pods: [
+          fresh(runningExecutor({ owner: { name: 'notebook', uid: 'nb' } })),
+          fresh(pod({ name: 'notebook', uid: 'nb', role: 'none', optIn: true })),
+        ],
+      },
       'create',
     ],
     ['driver absent → skipped', { ...base, pods: [fresh(runningExecutor()), absentPod(DRIVER.name)] }, 'skipped'],
     ['driver finished → skipped', { ...base, pods: [fresh(runningExecutor()), fresh(optedInDriver({ phase: 'Succeeded' }))] }, 'skipped'],
-    ['driver replaced (same name, other UID) → skipped', { ...base, pods: [fresh(runningExecutor()), fresh(optedInDriver({ uid: 'other' }))] }, 'skipped'],
-    ['executor terminal → nothing to create', { ...base, pods: [fresh(runningExecutor({ phase: 'Failed' })), fresh(optedInDriver())] }, 'verified'],
-    ['executor terminal, Service not read → read it', { ...base, service: undefined, pods: [fresh(runningExecutor({ phase: 'Failed' })), fresh(optedInDriver())] }, 'need service'],
-    ['executor being deleted but running → create', { ...base, pods: [fresh(runningExecutor({ deleting: true })), fresh(optedInDriver())] }, 'create'],
+    [
+      'driver replaced (same name, other UID) → skipped',
+      { ...base, pods: [fresh(runningExecutor()), fresh(optedInDriver({ uid: 'other' }))] },
+      'skipped',
+    ],
+    [
+      'executor terminal → nothing to create',
+      { ...base, pods: [fresh(runningExecutor({ phase: 'Failed' })), fresh(optedInDriver())] },
+      'verified',
+    ],
+    [
+      'executor terminal, Service not read → read it',
+      { ...base, service: undefined, pods: [fresh(runningExecutor({ phase: 'Failed' })), fresh(optedInDriver())] },
+      'need service',
+    ],
+    [
+      'executor being deleted but running → create',
+      { ...base, pods: [fresh(runningExecutor({ deleting: true })), fresh(optedInDriver())] },
+      'create',
+    ],
     [
       'two running pods claim the slot → conflict, nothing created',
-      { ...base, pods: [fresh(runningExecutor()), fresh(runningExecutor({ name: 'copy', uid: 'copy' })), fresh(optedInDriver())], claimants: fresh([EXEC.name, 'copy']) },
+      {
+        ...base,
+        pods: [fresh(runningExecutor()), fresh(runningExecutor({ name: 'copy', uid: 'copy' })), fresh(optedInDriver())],
+        claimants: fresh([EXEC.name, 'copy']),
+      },
       'conflict',
     ],
     // Issue 17 class 2: only a running executor claims its slot.
-    ['executor Pending (not running yet) → nothing created', { ...base, pods: [fresh(runningExecutor({ phase: 'Pending' })), fresh(optedInDriver())] }, 'verified'],
-    ['executor Pending, Service not read → nothing to read either (its Service is made when it runs)', { ...base, service: undefined, pods: [fresh(runningExecutor({ phase: 'Pending' })), fresh(optedInDriver())] }, 'verified'],
+    [
+      'executor Pending (not running yet) → nothing created',
+      { ...base, pods: [fresh(runningExecutor({ phase: 'Pending' })), fresh(optedInDriver())] },
+      'verified',
+    ],
+    [
+      'executor Pending, Service not read → nothing to read either (its Service is made when it runs)',
+      { ...base, service: undefined, pods: [fresh(runningExecutor({ phase: 'Pending' })), fresh(optedInDriver())] },
+      'verified',
+    ],
     [
       'a running executor and a Pending copy claim the slot → the running one gets its Service',
-      { ...base, pods: [fresh(runningExecutor()), fresh(runningExecutor({ name: 'copy', uid: 'copy', phase: 'Pending' })), fresh(optedInDriver())], claimants: fresh([EXEC.name, 'copy']) },
+      {
+        ...base,
+        pods: [fresh(runningExecutor()), fresh(runningExecutor({ name: 'copy', uid: 'copy', phase: 'Pending' })), fresh(optedInDriver())],
+        claimants: fresh([EXEC.name, 'copy']),
+      },
       'create',
     ],
     [
@@ -185,15 +251,35 @@ describe('creating: only for an executor the API server shows running, with a ru
       },
       'create',
     ],
-    ['executor phase Unknown (node lost) → nothing created (a Service made before stays: marking rows)', { ...base, pods: [fresh(runningExecutor({ phase: 'Unknown' })), fresh(optedInDriver())] }, 'verified'],
-    ['executor remembered for longer than the TTL → read it', { ...base, pods: [remembered(runningExecutor(), 20_000), fresh(optedInDriver())] }, `need pod:${EXEC.name}`],
-    ['executor remembered within the TTL → create', { ...base, pods: [remembered(runningExecutor(), 5_000), remembered(optedInDriver(), 5_000)] }, 'create'],
-    ['driver remembered for longer than the TTL → read it', { ...base, pods: [fresh(runningExecutor()), remembered(optedInDriver(), 20_000)] }, `need pod:${DRIVER.name}`],
+    [
+      'executor phase Unknown (node lost) → nothing created (a Service made before stays: marking rows)',
+      { ...base, pods: [fresh(runningExecutor({ phase: 'Unknown' })), fresh(optedInDriver())] },
+      'verified',
+    ],
+    [
+      'executor remembered for longer than the TTL → read it',
+      { ...base, pods: [remembered(runningExecutor(), 20_000), fresh(optedInDriver())] },
+      `need pod:${EXEC.name}`,
+    ],
+    [
+      'executor remembered within the TTL → create',
+      { ...base, pods: [remembered(runningExecutor(), 5_000), remembered(optedInDriver(), 5_000)] },
+      'create',
+    ],
+    [
+      'driver remembered for longer than the TTL → read it',
+      { ...base, pods: [fresh(runningExecutor()), remembered(optedInDriver(), 20_000)] },
+      `need pod:${DRIVER.name}`,
+    ],
     ['driver not known → read it', { ...base, pods: [fresh(runningExecutor())] }, `need pod:${DRIVER.name}`],
     ['claimants not listed → list them', { ...base, claimants: undefined }, 'need claimants'],
     ['Services of ours not counted → count them', { ...base, count: undefined }, 'need service-count'],
     ['namespace at the cap (counted now) → skipped', { ...base, count: 100 }, 'skipped'],
-    ['namespace at the cap by a remembered count → count again (GC and other instances lower it unseen)', { ...base, count: 100, countRemembered: true }, 'need service-count'],
+    [
+      'namespace at the cap by a remembered count → count again (GC and other instances lower it unseen)',
+      { ...base, count: 100, countRemembered: true },
+      'need service-count',
+    ],
   ])('%s', (_name, world, expected) => {
     expect(outcome(world)).toBe(expected);
   });
@@ -205,18 +291,34 @@ describe('creating: only for an executor the API server shows running, with a ru
       body: {
         metadata: {
           name: SVC,
-          annotations: { 'spark-exec-svc/executor-pod': EXEC.name, 'spark-exec-svc/executor-uid': EXEC.uid, 'spark-exec-svc/driver-pod': DRIVER.name },
+          annotations: {
+            'spark-exec-svc/executor-pod': EXEC.name,
+            'spark-exec-svc/executor-uid': EXEC.uid,
+            'spark-exec-svc/driver-pod': DRIVER.name,
+          },
           ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: DRIVER.name, uid: DRIVER.uid, controller: true }],
         },
-        spec: { type: 'ClusterIP', selector: { 'spark-app-selector': APP, 'spark-exec-id': '1' }, ports: [{ port: 7079, targetPort: 7079 }] },
+        spec: {
+          type: 'ClusterIP',
+          selector: { 'spark-app-selector': APP, 'spark-exec-id': '1' },
+          ports: [{ port: 7079, targetPort: 7079 }],
+        },
       },
     });
   });
 
   it('creates decided together count toward the cap: 97 Services and 5 executors waiting → 3 created, 2 skipped', () => {
     const execs = ['1', '2', '3', '4', '5'].map((id) => runningExecutor({ name: `pi-exec-${id}`, uid: `exec-uid-${id}`, exec: id }));
-    const pods = new Map<string, Observation<PodFact | 'absent'>>([[DRIVER.name, fresh(optedInDriver())], ...execs.map((e): [string, Observation<PodFact>] => [e.name, fresh(e)])]);
-    const slots: SlotFacts[] = execs.map((e) => ({ appId: APP, execId: e.execId!, service: fresh('absent' as const, 1), claimants: fresh([e.name]) }));
+    const pods = new Map<string, Observation<PodFact | 'absent'>>([
+      [DRIVER.name, fresh(optedInDriver())],
+      ...execs.map((e): [string, Observation<PodFact>] => [e.name, fresh(e)]),
+    ]);
+    const slots: SlotFacts[] = execs.map((e) => ({
+      appId: APP,
+      execId: e.execId!,
+      service: fresh('absent' as const, 1),
+      claimants: fresh([e.name]),
+    }));
     const decision = decide({ namespace: NS, pods, slots, ourServiceCount: fresh(97) }, RULES, NOW);
     const kinds = decision.actions.map((a) => (a.kind === 'report' ? a.outcome : a.kind));
     expect(kinds.filter((k) => k === 'create')).toHaveLength(3);
@@ -229,24 +331,43 @@ describe('keeping: a running executor’s Service stays its own', () => {
   it.each<[string, World, string]>([
     ['not ours → conflict, untouched', { ...base, service: fresh(svc({ managed: false })) }, 'conflict'],
     ['ours, right → verified', base, 'verified'],
-    ['ours, right, everything remembered → verified without a read', { ...base, pods: [remembered(runningExecutor()), remembered(optedInDriver())], claimants: undefined, service: remembered(svc()) }, 'verified'],
+    [
+      'ours, right, everything remembered → verified without a read',
+      { ...base, pods: [remembered(runningExecutor()), remembered(optedInDriver())], claimants: undefined, service: remembered(svc()) },
+      'verified',
+    ],
     ['drifted port, executor read now → patched', { ...base, service: fresh(svc({ port: 7000 })) }, 'patched'],
     // Issue 17, class 7: one port per executor incarnation, whatever each instance's BLOCK_MANAGER_PORT.
     [
       'port known only from this instance’s BLOCK_MANAGER_PORT (7080), the Service made with 7079 for this same executor → verified, never patched',
-      { ...base, pods: [fresh({ ...runningExecutor({ port: null }), port: { ok: true, port: 7080, source: 'default' } }), fresh(optedInDriver())] },
+      {
+        ...base,
+        pods: [fresh({ ...runningExecutor({ port: null }), port: { ok: true, port: 7080, source: 'default' } }), fresh(optedInDriver())],
+      },
       'verified',
     ],
     [
       '… and a marked one is only unmarked, its port kept',
-      { ...base, pods: [fresh({ ...runningExecutor({ port: null }), port: { ok: true, port: 7080, source: 'default' } }), fresh(optedInDriver())], service: fresh(svc({ goneAt: '2026-12-03T11:58:00Z' })) },
+      {
+        ...base,
+        pods: [fresh({ ...runningExecutor({ port: null }), port: { ok: true, port: 7080, source: 'default' } }), fresh(optedInDriver())],
+        service: fresh(svc({ goneAt: '2026-12-03T11:58:00Z' })),
+      },
       'unmarked',
     ],
-    ['drifted port, executor only remembered → read it first', { ...base, pods: [remembered(runningExecutor()), fresh(optedInDriver())], service: fresh(svc({ port: 7000 })) }, `need pod:${EXEC.name}`],
+    [
+      'drifted port, executor only remembered → read it first',
+      { ...base, pods: [remembered(runningExecutor()), fresh(optedInDriver())], service: fresh(svc({ port: 7000 })) },
+      `need pod:${EXEC.name}`,
+    ],
     ['marked gone, executor runs (read now) → unmarked', { ...base, service: fresh(svc({ goneAt: '2026-12-03T11:58:00Z' })) }, 'unmarked'],
     [
       'marked gone, executor remembered alive from before the mark → read it',
-      { ...base, pods: [remembered(runningExecutor(), 10 * 60_000), fresh(optedInDriver())], service: fresh(svc({ goneAt: '2026-12-03T11:58:00Z' })) },
+      {
+        ...base,
+        pods: [remembered(runningExecutor(), 10 * 60_000), fresh(optedInDriver())],
+        service: fresh(svc({ goneAt: '2026-12-03T11:58:00Z' })),
+      },
       `need pod:${EXEC.name}`,
     ],
     [
@@ -263,14 +384,27 @@ describe('keeping: a running executor’s Service stays its own', () => {
     ['owner not known → read it (the only thing needed)', { ...base, pods: [fresh(runningExecutor())] }, `need pod:${DRIVER.name}`],
     [
       'a tenant pod claims the slot while the recorded executor runs → verified, nothing rewritten',
-      { ...base, pods: [fresh(runningExecutor()), fresh(runningExecutor({ name: 'tenant', uid: 't', owner: { name: 'tenant-owner', uid: 'to' } })), fresh(optedInDriver())], claimants: fresh([EXEC.name, 'tenant']) },
+      {
+        ...base,
+        pods: [
+          fresh(runningExecutor()),
+          fresh(runningExecutor({ name: 'tenant', uid: 't', owner: { name: 'tenant-owner', uid: 'to' } })),
+          fresh(optedInDriver()),
+        ],
+        claimants: fresh([EXEC.name, 'tenant']),
+      },
       'verified',
     ],
     ['our label but no executor recorded, driver runs → conflict', { ...base, service: fresh(svc({ executor: null })) }, 'conflict'],
     ['labels name another slot (name collision) → conflict', { ...base, service: fresh(svc({ name: SVC, exec: '2' })) }, 'conflict'],
     [
       'records another executor of the same slot that runs → verified (not re-pointed)',
-      { ...base, pods: [fresh(runningExecutor({ name: 'other', uid: 'o' })), fresh(runningExecutor()), fresh(optedInDriver())], service: fresh(svc({ executor: { name: 'other', uid: 'o' } })), claimants: fresh(['other', EXEC.name]) },
+      {
+        ...base,
+        pods: [fresh(runningExecutor({ name: 'other', uid: 'o' })), fresh(runningExecutor()), fresh(optedInDriver())],
+        service: fresh(svc({ executor: { name: 'other', uid: 'o' } })),
+        claimants: fresh(['other', EXEC.name]),
+      },
       'verified',
     ],
   ])('%s', (_name, world, expected) => {
@@ -278,7 +412,10 @@ describe('keeping: a running executor’s Service stays its own', () => {
   });
 
   it('patches within the identity only: the selector is replaced (extra keys nulled), never the owner', () => {
-    const [action] = run({ ...base, service: fresh(svc({ selector: { 'spark-app-selector': APP, 'spark-exec-id': '9', extra: 'x' } })) }).actions;
+    const [action] = run({
+      ...base,
+      service: fresh(svc({ selector: { 'spark-app-selector': APP, 'spark-exec-id': '9', extra: 'x' } })),
+    }).actions;
     expect(action).toMatchObject({ kind: 'patch', outcome: 'patched' });
     const patch = (action as unknown as { patch: { metadata: Record<string, unknown>; spec: Record<string, unknown> } }).patch;
     expect(patch.spec['selector']).toEqual({ 'spark-app-selector': APP, 'spark-exec-id': '1', extra: null });
@@ -291,21 +428,45 @@ describe('marking and ending: only for an executor verified gone', () => {
   it.each<[string, World, string]>([
     ['recorded executor absent (read now) → marked gone', gone, 'marked-gone'],
     ['absent from a fresh list of the slot’s pods → marked gone', { ...gone, pods: [fresh(optedInDriver())] }, 'marked-gone'],
-    ['terminal → marked gone', { ...gone, pods: [fresh(runningExecutor({ phase: 'Succeeded' })), fresh(optedInDriver())], claimants: fresh([EXEC.name]) }, 'marked-gone'],
     [
-      'replaced (same name, other UID, another owner) → marked gone',
-      { ...gone, pods: [fresh(runningExecutor({ uid: 'new', owner: { name: 'x', uid: 'x' } })), fresh(optedInDriver())], claimants: fresh([EXEC.name]) },
+      'terminal → marked gone',
+      { ...gone, pods: [fresh(runningExecutor({ phase: 'Succeeded' })), fresh(optedInDriver())], claimants: fresh([EXEC.name]) },
       'marked-gone',
     ],
-    ['replaced by a running pod with the same driver → kept (it carries the labels and the owner)', { ...gone, pods: [fresh(runningExecutor({ uid: 'new' })), fresh(optedInDriver())], claimants: fresh([EXEC.name]) }, 'conflict'],
+    [
+      'replaced (same name, other UID, another owner) → marked gone',
+      {
+        ...gone,
+        pods: [fresh(runningExecutor({ uid: 'new', owner: { name: 'x', uid: 'x' } })), fresh(optedInDriver())],
+        claimants: fresh([EXEC.name]),
+      },
+      'marked-gone',
+    ],
+    [
+      'replaced by a running pod with the same driver → kept (it carries the labels and the owner)',
+      { ...gone, pods: [fresh(runningExecutor({ uid: 'new' })), fresh(optedInDriver())], claimants: fresh([EXEC.name]) },
+      'conflict',
+    ],
     [
       'replaced by a running pod with the same driver but another port → marked (the Service cannot reach it)',
       { ...gone, pods: [fresh(runningExecutor({ uid: 'new', port: 9999 })), fresh(optedInDriver())], claimants: fresh([EXEC.name]) },
       'marked-gone',
     ],
-    ['being deleted but running → kept unmarked', { ...gone, pods: [fresh(runningExecutor({ deleting: true })), fresh(optedInDriver())], claimants: fresh([EXEC.name]) }, 'verified'],
-    ['remembered terminal (not read now) → read again, never marked on memory', { ...gone, pods: [remembered(runningExecutor({ phase: 'Failed' })), fresh(optedInDriver())], claimants: remembered([EXEC.name]) }, 'need claimants'],
-    ['remembered running, but a fresh list of the slot’s pods lacks it (deleted or relabelled) → marked gone', { ...gone, pods: [remembered(runningExecutor()), fresh(optedInDriver())], claimants: fresh([]) }, 'marked-gone'],
+    [
+      'being deleted but running → kept unmarked',
+      { ...gone, pods: [fresh(runningExecutor({ deleting: true })), fresh(optedInDriver())], claimants: fresh([EXEC.name]) },
+      'verified',
+    ],
+    [
+      'remembered terminal (not read now) → read again, never marked on memory',
+      { ...gone, pods: [remembered(runningExecutor({ phase: 'Failed' })), fresh(optedInDriver())], claimants: remembered([EXEC.name]) },
+      'need claimants',
+    ],
+    [
+      'remembered running, but a fresh list of the slot’s pods lacks it (deleted or relabelled) → marked gone',
+      { ...gone, pods: [remembered(runningExecutor()), fresh(optedInDriver())], claimants: fresh([]) },
+      'marked-gone',
+    ],
     ['recorded gone but the slot’s pods only remembered → list them', { ...gone, claimants: remembered([]) }, 'need claimants'],
     ['recorded gone but the slot’s pods not listed → list them', { ...gone, claimants: undefined }, 'need claimants'],
     [
@@ -315,7 +476,12 @@ describe('marking and ending: only for an executor verified gone', () => {
     ],
     [
       'the recorded executor was read absent BEFORE the Service was read → read again',
-      { ...gone, pods: [{ ...fresh('absent' as const, 1), name: EXEC.name }, fresh(optedInDriver())], claimants: undefined, serviceOrder: 5 },
+      {
+        ...gone,
+        pods: [{ ...fresh('absent' as const, 1), name: EXEC.name }, fresh(optedInDriver())],
+        claimants: undefined,
+        serviceOrder: 5,
+      },
       'need claimants',
     ],
     [
@@ -325,12 +491,20 @@ describe('marking and ending: only for an executor verified gone', () => {
     ],
     [
       'a running pod with the same driver carries the labels (tenant copy) → kept, conflict reported',
-      { ...gone, pods: [absentPod(EXEC.name), fresh(runningExecutor({ name: 'copy', uid: 'c' })), fresh(optedInDriver())], claimants: fresh(['copy']) },
+      {
+        ...gone,
+        pods: [absentPod(EXEC.name), fresh(runningExecutor({ name: 'copy', uid: 'c' })), fresh(optedInDriver())],
+        claimants: fresh(['copy']),
+      },
       'conflict',
     ],
     [
       'issue 17: a Pending pod with the same driver carries the labels → it keeps nothing: marked gone',
-      { ...gone, pods: [absentPod(EXEC.name), fresh(runningExecutor({ name: 'copy', uid: 'c', phase: 'Pending' })), fresh(optedInDriver())], claimants: fresh(['copy']) },
+      {
+        ...gone,
+        pods: [absentPod(EXEC.name), fresh(runningExecutor({ name: 'copy', uid: 'c', phase: 'Pending' })), fresh(optedInDriver())],
+        claimants: fresh(['copy']),
+      },
       'marked-gone',
     ],
     [
@@ -340,19 +514,36 @@ describe('marking and ending: only for an executor verified gone', () => {
     ],
     [
       '… and a mark already there is removed',
-      { ...gone, service: fresh(svc({ goneAt: '2026-12-03T11:00:00Z' })), pods: [absentPod(EXEC.name), fresh(runningExecutor({ name: 'copy', uid: 'c' })), fresh(optedInDriver())], claimants: fresh(['copy']) },
+      {
+        ...gone,
+        service: fresh(svc({ goneAt: '2026-12-03T11:00:00Z' })),
+        pods: [absentPod(EXEC.name), fresh(runningExecutor({ name: 'copy', uid: 'c' })), fresh(optedInDriver())],
+        claimants: fresh(['copy']),
+      },
       'unmarked',
     ],
     [
       'a running pod with another owner carries the labels → marked anyway',
-      { ...gone, pods: [absentPod(EXEC.name), fresh(runningExecutor({ name: 'copy', uid: 'c', owner: { name: 'x', uid: 'x' } })), fresh(optedInDriver())], claimants: fresh(['copy']) },
+      {
+        ...gone,
+        pods: [
+          absentPod(EXEC.name),
+          fresh(runningExecutor({ name: 'copy', uid: 'c', owner: { name: 'x', uid: 'x' } })),
+          fresh(optedInDriver()),
+        ],
+        claimants: fresh(['copy']),
+      },
       'marked-gone',
     ],
     ['marked, cool-down over → deleted', { ...gone, service: fresh(svc({ goneAt: '2026-12-03T11:54:59Z' })) }, 'delete'],
     ['marked, cool-down running → verified', { ...gone, service: fresh(svc({ goneAt: '2026-12-03T11:55:01Z' })) }, 'verified'],
     [
       'marked, cool-down running, nothing read now → verified without a read (the mark was put on a fresh read; a UID never returns)',
-      { service: remembered(svc({ goneAt: '2026-12-03T11:58:00Z' })), pods: [remembered(optedInDriver()), remembered(runningExecutor())], claimants: undefined },
+      {
+        service: remembered(svc({ goneAt: '2026-12-03T11:58:00Z' })),
+        pods: [remembered(optedInDriver()), remembered(runningExecutor())],
+        claimants: undefined,
+      },
       'verified',
     ],
     [
@@ -360,8 +551,21 @@ describe('marking and ending: only for an executor verified gone', () => {
       { service: remembered(svc({ goneAt: '2026-12-03T11:50:00Z' })), pods: [remembered(optedInDriver())], claimants: undefined },
       'need claimants',
     ],
-    ['marked, COOLDOWN_SECONDS=0 → kept until the driver goes', { ...gone, service: fresh(svc({ goneAt: '2020-01-01T00:00:00Z' })), rules: { cooldownSeconds: 0 } }, 'verified'],
-    ['marked long ago but the executor runs again?? (same UID never returns) — runs means unmark', { ...gone, pods: [fresh(runningExecutor()), fresh(optedInDriver())], service: fresh(svc({ goneAt: '2020-01-01T00:00:00Z' })), claimants: fresh([EXEC.name]) }, 'unmarked'],
+    [
+      'marked, COOLDOWN_SECONDS=0 → kept until the driver goes',
+      { ...gone, service: fresh(svc({ goneAt: '2020-01-01T00:00:00Z' })), rules: { cooldownSeconds: 0 } },
+      'verified',
+    ],
+    [
+      'marked long ago but the executor runs again?? (same UID never returns) — runs means unmark',
+      {
+        ...gone,
+        pods: [fresh(runningExecutor()), fresh(optedInDriver())],
+        service: fresh(svc({ goneAt: '2020-01-01T00:00:00Z' })),
+        claimants: fresh([EXEC.name]),
+      },
+      'unmarked',
+    ],
     [
       'recorded executor runs but no longer carries the slot’s labels (read now) → marked gone, as the list says',
       { ...gone, pods: [fresh(runningExecutor({ exec: '9' })), fresh(optedInDriver())], claimants: fresh([]) },
@@ -379,7 +583,10 @@ describe('marking and ending: only for an executor verified gone', () => {
 
   it('the mark records the time of the decision', () => {
     const [action] = run(gone).actions;
-    expect(action).toMatchObject({ kind: 'patch', patch: { metadata: { annotations: { 'spark-exec-svc/executor-gone-at': '2026-12-03T12:00:00.000Z' } } } });
+    expect(action).toMatchObject({
+      kind: 'patch',
+      patch: { metadata: { annotations: { 'spark-exec-svc/executor-gone-at': '2026-12-03T12:00:00.000Z' } } },
+    });
   });
 });
 
@@ -388,13 +595,24 @@ describe('the driver: a Service goes with its own owner only', () => {
   it.each<[string, World, string]>([
     ['own owner absent (read now) → left to garbage collection', { ...base, pods: [absentPod(DRIVER.name)] }, 'collected'],
     ['own owner finished (pod kept) → deleted', { ...base, pods: [fresh(optedInDriver({ phase: 'Failed' }))] }, 'delete'],
-    ['own owner remembered finished → read it first', { ...base, pods: [remembered(optedInDriver({ phase: 'Failed' }))] }, `need pod:${DRIVER.name}`],
-    ['own owner replaced, nobody waits for the name → collected', { ...base, pods: [fresh(optedInDriver({ uid: 'new-driver' }))] }, 'collected'],
+    [
+      'own owner remembered finished → read it first',
+      { ...base, pods: [remembered(optedInDriver({ phase: 'Failed' }))] },
+      `need pod:${DRIVER.name}`,
+    ],
+    [
+      'own owner replaced, nobody waits for the name → collected',
+      { ...base, pods: [fresh(optedInDriver({ uid: 'new-driver' }))] },
+      'collected',
+    ],
     [
       'own owner replaced, a new run’s running executor needs the name → stray deleted',
       {
         ...base,
-        pods: [fresh(optedInDriver({ uid: 'new-driver' })), fresh(runningExecutor({ name: 'new-exec', uid: 'ne', owner: { name: DRIVER.name, uid: 'new-driver' } }))],
+        pods: [
+          fresh(optedInDriver({ uid: 'new-driver' })),
+          fresh(runningExecutor({ name: 'new-exec', uid: 'ne', owner: { name: DRIVER.name, uid: 'new-driver' } })),
+        ],
         claimants: fresh(['new-exec']),
       },
       'delete',
@@ -404,8 +622,16 @@ describe('the driver: a Service goes with its own owner only', () => {
       { ...base, pods: [fresh(runningExecutor()), fresh(optedInDriver()), fresh(pod({ name: 'imposter', uid: 'i', role: 'driver' }))] },
       'verified',
     ],
-    ['no owner, recorded executor gone, no pod carries the labels → stray deleted', { ...base, service: fresh(svc({ owner: null })), pods: [absentPod(EXEC.name)], claimants: fresh([]) }, 'delete'],
-    ['no owner, recorded executor runs → left alone', { ...base, service: fresh(svc({ owner: null })), pods: [fresh(runningExecutor())], claimants: fresh([EXEC.name]) }, 'conflict'],
+    [
+      'no owner, recorded executor gone, no pod carries the labels → stray deleted',
+      { ...base, service: fresh(svc({ owner: null })), pods: [absentPod(EXEC.name)], claimants: fresh([]) },
+      'delete',
+    ],
+    [
+      'no owner, recorded executor runs → left alone',
+      { ...base, service: fresh(svc({ owner: null })), pods: [fresh(runningExecutor())], claimants: fresh([EXEC.name]) },
+      'conflict',
+    ],
   ])('%s', (_name, world, expected) => {
     expect(outcome(world)).toBe(expected);
   });
@@ -413,7 +639,12 @@ describe('the driver: a Service goes with its own owner only', () => {
 
 describe('every destructive action is justified by fresh facts', () => {
   it('no mark or delete is ever decided from remembered facts alone (exhaustive over small worlds)', () => {
-    const executors = [runningExecutor(), runningExecutor({ phase: 'Failed' }), runningExecutor({ uid: 'other' }), runningExecutor({ deleting: true })];
+    const executors = [
+      runningExecutor(),
+      runningExecutor({ phase: 'Failed' }),
+      runningExecutor({ uid: 'other' }),
+      runningExecutor({ deleting: true }),
+    ];
     const drivers = [optedInDriver(), optedInDriver({ phase: 'Succeeded' }), optedInDriver({ uid: 'other' })];
     const services = [svc(), svc({ goneAt: '2026-12-03T11:00:00Z' }), svc({ goneAt: '2026-12-03T11:59:00Z' }), svc({ owner: null })];
     let checked = 0;

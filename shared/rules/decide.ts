@@ -59,9 +59,14 @@ export interface Facts {
 
 export type Rules = Pick<Config, 'optInMode' | 'cooldownSeconds' | 'maxServicesPerNamespace' | 'factTtlMs'>;
 
-
 export type Action =
-  | { readonly kind: 'create'; readonly slot: SlotKey; readonly body: ServiceBody; readonly identity: ServiceIdentity; readonly why: string }
+  | {
+      readonly kind: 'create';
+      readonly slot: SlotKey;
+      readonly body: ServiceBody;
+      readonly identity: ServiceIdentity;
+      readonly why: string;
+    }
   | {
       readonly kind: 'patch';
       readonly slot: SlotKey;
@@ -103,7 +108,8 @@ export function decide(facts: Facts, rules: Rules, now: number): Decision {
   // Creates decided together count toward the namespace's cap, as if each had been made already.
   let created = 0;
   for (const slot of facts.slots) {
-    const counted = facts.ourServiceCount === undefined ? undefined : { ...facts.ourServiceCount, value: facts.ourServiceCount.value + created };
+    const counted =
+      facts.ourServiceCount === undefined ? undefined : { ...facts.ourServiceCount, value: facts.ourServiceCount.value + created };
     const decided = decideSlot({ ...facts, ourServiceCount: counted }, slot, rules, now);
     if ('actions' in decided) created += decided.actions.filter((a) => a.kind === 'create').length;
     if ('needs' in decided) {
@@ -140,7 +146,8 @@ function podState(facts: Facts, ref: PodRef, after = 0): PodState {
   const seen = facts.pods.get(ref.name);
   if (seen === undefined) return { state: 'unknown', need: { kind: 'pod', name: ref.name } };
   const pod = seen.value;
-  if (pod !== 'absent' && pod.uid === ref.uid && !pod.terminal) return { state: 'alive', fact: pod, at: seen.at, fresh: seen.fresh, order: seen.order };
+  if (pod !== 'absent' && pod.uid === ref.uid && !pod.terminal)
+    return { state: 'alive', fact: pod, at: seen.at, fresh: seen.fresh, order: seen.order };
   if (!readAfter(seen, after)) return { state: 'unknown', need: { kind: 'pod', name: ref.name } };
   return { state: 'gone', how: pod === 'absent' ? 'absent' : pod.uid !== ref.uid ? 'replaced' : 'terminal' };
 }
@@ -212,7 +219,10 @@ function eligibility(facts: Facts, claimant: Claimant, rules: Rules, now: number
   if (!pod.port.ok) return { eligible: false, reason: pod.port.reason };
   const owner = pod.controllerPod;
   if (owner === undefined) {
-    return { eligible: false, reason: 'no driver: the executor has no v1 Pod controller owner (in client mode set spark.kubernetes.driver.pod.name)' };
+    return {
+      eligible: false,
+      reason: 'no driver: the executor has no v1 Pod controller owner (in client mode set spark.kubernetes.driver.pod.name)',
+    };
   }
   const ownerState = podState(facts, owner);
   if (ownerState.state === 'unknown') return { eligible: 'unknown', need: ownerState.need };
@@ -227,7 +237,9 @@ function eligibility(facts: Facts, claimant: Claimant, rules: Rules, now: number
 
 function decideSlot(facts: Facts, slot: SlotFacts, rules: Rules, now: number): SlotDecision {
   const name = executorServiceName(slot.appId, slot.execId);
-  const report = (outcome: ReportOutcome, why: string): SlotDecision => ({ actions: [{ kind: 'report', slot, service: name, outcome, why }] });
+  const report = (outcome: ReportOutcome, why: string): SlotDecision => ({
+    actions: [{ kind: 'report', slot, service: name, outcome, why }],
+  });
   const service = slot.service?.value;
 
   if (service === undefined || service === 'absent') {
@@ -240,7 +252,11 @@ function decideSlot(facts: Facts, slot: SlotFacts, rules: Rules, now: number): S
       });
       // Not running yet (scheduling, pulling images): nothing to make, and nothing to read — a
       // Service of an earlier executor of this slot is its own event's and the sweep's concern.
-      if (waiting.length > 0) return report('verified', `no running executor: pod(s) ${waiting.slice(0, 3).join(', ')} not running yet (its Service is made when it runs)`);
+      if (waiting.length > 0)
+        return report(
+          'verified',
+          `no running executor: pod(s) ${waiting.slice(0, 3).join(', ')} not running yet (its Service is made when it runs)`,
+        );
       // Nothing runs that could use a Service; whether one exists matters only if it does.
       if (service === undefined) return { needs: [{ kind: 'service', slot }] };
       return report('verified', 'no Service and no running executor');
@@ -256,14 +272,20 @@ function decideSlot(facts: Facts, slot: SlotFacts, rules: Rules, now: number): S
     }
     if (eligible.length > 1) {
       const pods = eligible.map((e) => e.identity.executor.name).join(', ');
-      return report('conflict', `${eligible.length} running pods claim this executor (${pods}); refusing to guess which one the Service is for`);
+      return report(
+        'conflict',
+        `${eligible.length} running pods claim this executor (${pods}); refusing to guess which one the Service is for`,
+      );
     }
     const { identity, port } = eligible[0]!;
     if (facts.ourServiceCount === undefined) return { needs: [{ kind: 'service-count' }] };
     if (facts.ourServiceCount.value >= rules.maxServicesPerNamespace) {
       // Garbage collection and other instances lower the count unseen: count again before refusing.
       if (!facts.ourServiceCount.fresh) return { needs: [{ kind: 'service-count' }] };
-      return report('skipped', `namespace ${facts.namespace} holds ${facts.ourServiceCount.value} Services of ours, the cap is ${rules.maxServicesPerNamespace} (MAX_SERVICES_PER_NAMESPACE)`);
+      return report(
+        'skipped',
+        `namespace ${facts.namespace} holds ${facts.ourServiceCount.value} Services of ours, the cap is ${rules.maxServicesPerNamespace} (MAX_SERVICES_PER_NAMESPACE)`,
+      );
     }
     const body = desiredExecutorService(facts.namespace, identity, port);
     return { actions: [{ kind: 'create', slot, body, identity, why: `executor ${identity.executor.name} runs; port ${port}` }] };
@@ -285,7 +307,8 @@ function decideSlot(facts: Facts, slot: SlotFacts, rules: Rules, now: number): S
   // our knowing (its events lost). Only a fresh read of it tells whether the Service is in the way.
   if (!owner.fresh && slot.claimants !== undefined) {
     const live = liveClaimants(facts, slot);
-    if (!('need' in live) && live.some((c) => c.pod.controllerPod?.uid !== ownerRef.uid)) return { needs: [{ kind: 'pod', name: ownerRef.name }] };
+    if (!('need' in live) && live.some((c) => c.pod.controllerPod?.uid !== ownerRef.uid))
+      return { needs: [{ kind: 'pod', name: ownerRef.name }] };
   }
 
   const identity = service.identity;
@@ -297,7 +320,8 @@ function decideSlot(facts: Facts, slot: SlotFacts, rules: Rules, now: number): S
   // A mark is only ever written on a fresh read that found its executor gone, and a pod UID never
   // comes back: while the cool-down runs, only evidence read now can overrule it (a copy of the
   // executor carrying its labels, seen by the sweep). Without any, the mark stands, unread.
-  const coolingDown = markedAt !== undefined && !Number.isNaN(markedAt) && (rules.cooldownSeconds === 0 || now < markedAt + rules.cooldownSeconds * 1000);
+  const coolingDown =
+    markedAt !== undefined && !Number.isNaN(markedAt) && (rules.cooldownSeconds === 0 || now < markedAt + rules.cooldownSeconds * 1000);
   if (coolingDown && facts.pods.get(identity.executor.name)?.fresh !== true && slot.claimants?.fresh !== true) {
     return report('verified', 'executor gone; cool-down running');
   }
@@ -328,10 +352,19 @@ function decideSlot(facts: Facts, slot: SlotFacts, rules: Rules, now: number): S
     const names = sameOwner.map((c) => c.pod.name).join(', ');
     if (service.goneAt !== undefined) {
       return {
-        actions: [unmark(slot, service, `executor ${identity.executor.name} is gone but running pod(s) ${names} with the same driver carry its labels`)],
+        actions: [
+          unmark(
+            slot,
+            service,
+            `executor ${identity.executor.name} is gone but running pod(s) ${names} with the same driver carry its labels`,
+          ),
+        ],
       };
     }
-    return report('conflict', `executor ${identity.executor.name} is gone; running pod(s) ${names} with the same driver carry its labels, so the Service stays`);
+    return report(
+      'conflict',
+      `executor ${identity.executor.name} is gone; running pod(s) ${names} with the same driver carry its labels, so the Service stays`,
+    );
   }
   if (markedAt === undefined || Number.isNaN(markedAt)) {
     return {
@@ -350,7 +383,10 @@ function decideSlot(facts: Facts, slot: SlotFacts, rules: Rules, now: number): S
   if (rules.cooldownSeconds > 0 && now >= markedAt + rules.cooldownSeconds * 1000) {
     return { actions: [{ kind: 'delete', slot, service, why: `cool-down of ${rules.cooldownSeconds} s over` }] };
   }
-  return report('verified', rules.cooldownSeconds > 0 ? 'executor gone; cool-down running' : 'executor gone; kept until the driver goes (COOLDOWN_SECONDS=0)');
+  return report(
+    'verified',
+    rules.cooldownSeconds > 0 ? 'executor gone; cool-down running' : 'executor gone; kept until the driver goes (COOLDOWN_SECONDS=0)',
+  );
 }
 
 /** The Service's own owner is verified gone: its Service has no one left to serve. */
@@ -369,14 +405,30 @@ function ownerGone(
   const waitingWhy = waiting.length > 0 ? `; executor ${waiting[0]!.pod.name} needs the name` : '';
   // Spark leaves finished driver pods in place, so garbage collection never runs for them.
   if (how === 'terminal') {
-    return { actions: [{ kind: 'delete', slot, service, why: `driver pod ${owner.name} finished${waitingWhy}`, thenDecideAgain: waiting.length > 0 }] };
+    return {
+      actions: [
+        { kind: 'delete', slot, service, why: `driver pod ${owner.name} finished${waitingWhy}`, thenDecideAgain: waiting.length > 0 },
+      ],
+    };
   }
   // The owner object is gone: Kubernetes' garbage collector deletes the Service; we only do not
   // wait for it when a running executor needs the name now.
   if (waiting.length > 0) {
-    return { actions: [{ kind: 'delete', slot, service, why: `stray: driver pod ${owner.name} is gone${waitingWhy}`, thenDecideAgain: true }] };
+    return {
+      actions: [{ kind: 'delete', slot, service, why: `stray: driver pod ${owner.name} is gone${waitingWhy}`, thenDecideAgain: true }],
+    };
   }
-  return { actions: [{ kind: 'report', slot, service: service.name, outcome: 'collected', why: `driver pod ${owner.name} is gone (${GONE_WORDS[how]}): garbage collection removes it` }] };
+  return {
+    actions: [
+      {
+        kind: 'report',
+        slot,
+        service: service.name,
+        outcome: 'collected',
+        why: `driver pod ${owner.name} is gone (${GONE_WORDS[how]}): garbage collection removes it`,
+      },
+    ],
+  };
 }
 
 /**
@@ -385,7 +437,9 @@ function ownerGone(
  * running pod carries its labels — and otherwise left alone.
  */
 function ownerless(facts: Facts, slot: SlotFacts, service: ServiceFact, sameSlot: boolean, after: number): SlotDecision {
-  const report = (outcome: ReportOutcome, why: string): SlotDecision => ({ actions: [{ kind: 'report', slot, service: service.name, outcome, why }] });
+  const report = (outcome: ReportOutcome, why: string): SlotDecision => ({
+    actions: [{ kind: 'report', slot, service: service.name, outcome, why }],
+  });
   if (!sameSlot) return report('conflict', 'our label, no owner, and labels that do not name this slot; left untouched');
   if (service.executor !== undefined) {
     const recorded = recordedExecutorState(facts, slot, service.executor, after);
@@ -395,7 +449,8 @@ function ownerless(facts: Facts, slot: SlotFacts, service: ServiceFact, sameSlot
   if (!readAfter(slot.claimants, after)) return { needs: [{ kind: 'claimants', slot }] };
   const live = liveClaimants(facts, slot);
   if ('need' in live) return { needs: live.need };
-  if (live.length > 0) return report('conflict', `no owner, but pod(s) ${live.map((c) => c.pod.name).join(', ')} carry its labels; left untouched`);
+  if (live.length > 0)
+    return report('conflict', `no owner, but pod(s) ${live.map((c) => c.pod.name).join(', ')} carry its labels; left untouched`);
   return { actions: [{ kind: 'delete', slot, service, why: 'stray: no owner and no running executor' }] };
 }
 
@@ -404,7 +459,13 @@ function ownerless(facts: Facts, slot: SlotFacts, service: ServiceFact, sameSlot
  * selector or ports could point a live executor's Service elsewhere, so only a fresh read of
  * the executor may justify it; a remembered one only keeps.
  */
-function upkeep(facts: Facts, slot: SlotFacts, service: ServiceFact, identity: ServiceIdentity, executor: Extract<PodState, { state: 'alive' }>): SlotDecision {
+function upkeep(
+  facts: Facts,
+  slot: SlotFacts,
+  service: ServiceFact,
+  identity: ServiceIdentity,
+  executor: Extract<PodState, { state: 'alive' }>,
+): SlotDecision {
   const marked = service.goneAt !== undefined;
   const report = (why: string): SlotDecision => ({ actions: [{ kind: 'report', slot, service: service.name, outcome: 'verified', why }] });
   const { port } = executor.fact;
@@ -415,11 +476,23 @@ function upkeep(facts: Facts, slot: SlotFacts, service: ServiceFact, identity: S
   // A port the pod states (annotation, Spark's option) is a fact and is kept right.
   const keptPort = port.source === 'default' && service.port !== undefined ? service.port : port.port;
   const desired = desiredExecutorService(facts.namespace, identity, keptPort);
-  if (desiredShape(desired) === service.shape) return marked ? { actions: [unmark(slot, service, 'executor runs')] } : report('executor runs; Service is right');
+  if (desiredShape(desired) === service.shape)
+    return marked ? { actions: [unmark(slot, service, 'executor runs')] } : report('executor runs; Service is right');
   if (!executor.fresh) return { needs: [{ kind: 'pod', name: identity.executor.name }] };
   const patch = shapePatch(desired, service.selectorKeys);
   if (marked) (patch['metadata'] as { annotations: Record<string, string | null> }).annotations[EXECUTOR_GONE_AT_ANNOTATION] = null;
-  return { actions: [{ kind: 'patch', slot, service, patch, outcome: 'patched', why: 'executor runs; type, selector, ports, labels or annotations had drifted' }] };
+  return {
+    actions: [
+      {
+        kind: 'patch',
+        slot,
+        service,
+        patch,
+        outcome: 'patched',
+        why: 'executor runs; type, selector, ports, labels or annotations had drifted',
+      },
+    ],
+  };
 }
 
 function unmark(slot: SlotKey, service: ServiceFact, why: string): Action {
@@ -436,7 +509,12 @@ function unmark(slot: SlotKey, service: ServiceFact, why: string): Action {
 function dedupe(needs: Need[]): Need[] {
   const seen = new Set<string>();
   return needs.filter((need) => {
-    const key = need.kind === 'pod' ? `pod/${need.name}` : need.kind === 'service-count' ? 'count' : `${need.kind}/${need.slot.appId}/${need.slot.execId}`;
+    const key =
+      need.kind === 'pod'
+        ? `pod/${need.name}`
+        : need.kind === 'service-count'
+          ? 'count'
+          : `${need.kind}/${need.slot.appId}/${need.slot.execId}`;
     if (seen.has(key)) return false;
     seen.add(key);
     return true;

@@ -19,23 +19,19 @@ interface Step {
 }
 
 /** n reads of random kinds, their starts and ends interleaved at random (each start before its end). */
-const interleavings = fc
-  .array(fc.constantFrom<Kind>('service', 'pod'), { minLength: 2, maxLength: 8 })
-  .chain((kinds) =>
-    fc
-      .array(fc.nat(), { minLength: kinds.length * 2, maxLength: kinds.length * 2 })
-      .map((keys) => {
-        // A random order of the 2n edges, then each read's first edge is its start.
-        const edges = keys.map((key, i) => ({ key, read: i % kinds.length })).sort((a, b) => a.key - b.key || a.read - b.read);
-        const seen = new Set<number>();
-        const steps: Step[] = edges.map(({ read }) => {
-          const edge = seen.has(read) ? 'end' : 'start';
-          seen.add(read);
-          return { read, edge };
-        });
-        return { kinds, steps };
-      }),
-  );
+const interleavings = fc.array(fc.constantFrom<Kind>('service', 'pod'), { minLength: 2, maxLength: 8 }).chain((kinds) =>
+  fc.array(fc.nat(), { minLength: kinds.length * 2, maxLength: kinds.length * 2 }).map((keys) => {
+    // A random order of the 2n edges, then each read's first edge is its start.
+    const edges = keys.map((key, i) => ({ key, read: i % kinds.length })).sort((a, b) => a.key - b.key || a.read - b.read);
+    const seen = new Set<number>();
+    const steps: Step[] = edges.map(({ read }) => {
+      const edge = seen.has(read) ? 'end' : 'start';
+      seen.add(read);
+      return { read, edge };
+    });
+    return { kinds, steps };
+  }),
+);
 
 describe('the order of reads within one reconciliation', () => {
   it('a pod read proves something gone about a Service read exactly when it began after that read ended', () => {
@@ -47,7 +43,8 @@ describe('the order of reads within one reconciliation', () => {
         steps.forEach((step, position) => {
           at.set(`${step.read}/${step.edge}`, position);
           // The rule of the stamps: a pod (or list) read is numbered when it begins, a Service read when it ends.
-          if ((kinds[step.read] === 'pod' && step.edge === 'start') || (kinds[step.read] === 'service' && step.edge === 'end')) stamp.set(step.read, order.next());
+          if ((kinds[step.read] === 'pod' && step.edge === 'start') || (kinds[step.read] === 'service' && step.edge === 'end'))
+            stamp.set(step.read, order.next());
         });
         kinds.forEach((podKind, pod) => {
           if (podKind !== 'pod') return;

@@ -54,7 +54,9 @@ export const OUTCOMES: Readonly<Record<EventAction, OutcomeRow>> = {
   swept: { priority: 10, changed: false, lostEventRepair: false, log: 'info', reply: 'swept' },
 };
 
-export const SERVICE_ACTIONS: readonly ServiceAction[] = (Object.keys(OUTCOMES) as EventAction[]).filter((a): a is ServiceAction => a !== 'swept');
+export const SERVICE_ACTIONS: readonly ServiceAction[] = (Object.keys(OUTCOMES) as EventAction[]).filter(
+  (a): a is ServiceAction => a !== 'swept',
+);
 
 export interface ServiceOutcome {
   readonly namespace: string;
@@ -96,11 +98,19 @@ export const sweepReports = (action: ServiceAction): boolean => OUTCOMES[action]
  * The event's answer. With `own` (the Service of the slot the event names), the headline and the
  * reason are that Service's: what the event's look at its peers found is in `outcomes` only.
  */
-export function eventResult(outcomes: readonly ServiceOutcome[], base: { namespace: string; pod: string; app?: string | undefined }, own?: string): EventResult {
+export function eventResult(
+  outcomes: readonly ServiceOutcome[],
+  base: { namespace: string; pod: string; app?: string | undefined },
+  own?: string,
+): EventResult {
   const mine = own === undefined ? [] : outcomes.filter((o) => o.service === own);
   const basis = mine.length > 0 ? mine : outcomes;
   const action = headline(basis) ?? 'verified';
   const reason =
-    action === 'skipped' || action === 'conflict' || action === 'ignored' ? basis.find((o) => o.action === action)?.detail : outcomes.length === 0 ? 'no Services' : undefined;
+    action === 'skipped' || action === 'conflict' || action === 'ignored'
+      ? basis.find((o) => o.action === action)?.detail
+      : outcomes.length === 0
+        ? 'no Services'
+        : undefined;
   return { action, ...base, reason, outcomes };
 }

@@ -80,7 +80,12 @@ interface Row {
 }
 
 const eight = serviceFor('8');
-const peerServices: Record<string, ServiceFact> = { '7': serviceFor('7'), '9': serviceFor('9'), '11': serviceFor('11', { goneAt: '2026-12-03T11:00:00Z' }), '80': serviceFor('80') };
+const peerServices: Record<string, ServiceFact> = {
+  '7': serviceFor('7'),
+  '9': serviceFor('9'),
+  '11': serviceFor('11', { goneAt: '2026-12-03T11:00:00Z' }),
+  '80': serviceFor('80'),
+};
 const withPeers: Partial<RememberedNearby> = { service: eight, serviceOf: (id) => peerServices[id] };
 
 const ROWS: readonly Row[] = [
@@ -145,7 +150,14 @@ const ROWS: readonly Row[] = [
     name: 'an ended executor with remembered unmarked peers within ±64: they are looked at too (marked ones and those too far are not), their executors and driver read afresh',
     says: 'went',
     remembered: withPeers,
-    want: { slots: ['8', '7', '9'], services: true, podsReadAfresh: ['exec-8', 'exec-7', 'exec-9', 'drv'], claimantListTrusted: false, window: 0, shareLists: false },
+    want: {
+      slots: ['8', '7', '9'],
+      services: true,
+      podsReadAfresh: ['exec-8', 'exec-7', 'exec-9', 'drv'],
+      claimantListTrusted: false,
+      window: 0,
+      shareLists: false,
+    },
   },
   {
     name: 'the last look found no other executor ended less than 10 s ago (dynamic allocation): the slot alone',
@@ -157,13 +169,27 @@ const ROWS: readonly Row[] = [
     name: 'the quiet period is over after 10 s: peers again',
     says: 'went',
     remembered: { ...withPeers, lastPeerLook: { value: 0, at: NOW - 10_000 } },
-    want: { slots: ['8', '7', '9'], services: true, podsReadAfresh: ['exec-8', 'exec-7', 'exec-9', 'drv'], claimantListTrusted: false, window: 0, shareLists: false },
+    want: {
+      slots: ['8', '7', '9'],
+      services: true,
+      podsReadAfresh: ['exec-8', 'exec-7', 'exec-9', 'drv'],
+      claimantListTrusted: false,
+      window: 0,
+      shareLists: false,
+    },
   },
   {
     name: 'a last look that found peers ended does not quiet the next one',
     says: 'went',
     remembered: { ...withPeers, lastPeerLook: { value: 3, at: NOW - 1 } },
-    want: { slots: ['8', '7', '9'], services: true, podsReadAfresh: ['exec-8', 'exec-7', 'exec-9', 'drv'], claimantListTrusted: false, window: 0, shareLists: false },
+    want: {
+      slots: ['8', '7', '9'],
+      services: true,
+      podsReadAfresh: ['exec-8', 'exec-7', 'exec-9', 'drv'],
+      claimantListTrusted: false,
+      window: 0,
+      shareLists: false,
+    },
   },
   {
     name: 'an ended executor whose remembered Service is already marked: no peers (its end was seen already)',
@@ -181,7 +207,11 @@ const ROWS: readonly Row[] = [
 
 function plan(row: Row): ExecutorPlan {
   const hint = row.pod ?? executor('8', row.says === 'went' ? { terminal: true } : {});
-  return planExecutorEvent({ hint, slot: { appId: APP, execId: '8' }, goneHint: row.says === 'went' }, { ...nothing, ...row.remembered }, row.now ?? NOW);
+  return planExecutorEvent(
+    { hint, slot: { appId: APP, execId: '8' }, goneHint: row.says === 'went' },
+    { ...nothing, ...row.remembered },
+    row.now ?? NOW,
+  );
 }
 
 describe('the plan of an executor event', () => {
@@ -204,7 +234,9 @@ describe('the plan of an executor event', () => {
   });
 
   it('at most 31 peers, nearest first, never below id 1', () => {
-    const all: Record<string, ServiceFact> = Object.fromEntries(Array.from({ length: 200 }, (_, i) => [String(i + 1), serviceFor(String(i + 1))]));
+    const all: Record<string, ServiceFact> = Object.fromEntries(
+      Array.from({ length: 200 }, (_, i) => [String(i + 1), serviceFor(String(i + 1))]),
+    );
     const p = planExecutorEvent(
       { hint: executor('3', { terminal: true }), slot: { appId: APP, execId: '3' }, goneHint: true },
       { service: all['3'], serviceOf: (id) => all[id] },
@@ -224,14 +256,36 @@ describe('a sweep page that shows a marked Service’s executor running', () => 
   const MARK = '2026-12-03T11:00:00Z';
   const read = <T>(value: T): Observation<T> => ({ value, at: NOW, fresh: true, order: 1 });
   const heard = <T>(value: T): Observation<T> => ({ value, at: 0, fresh: false, order: 0 });
-  const rows: ReadonlyArray<readonly [string, Observation<ServiceFact | 'absent'>, Observation<PodFact | 'absent'> | undefined, readonly string[]]> = [
-    ['marked, read now, the page shows its executor running: read that executor', read(serviceFor('8', { goneAt: MARK })), heard(executor('8')), ['exec-8']],
+  const rows: ReadonlyArray<
+    readonly [string, Observation<ServiceFact | 'absent'>, Observation<PodFact | 'absent'> | undefined, readonly string[]]
+  > = [
+    [
+      'marked, read now, the page shows its executor running: read that executor',
+      read(serviceFor('8', { goneAt: MARK })),
+      heard(executor('8')),
+      ['exec-8'],
+    ],
     ['not marked: nothing to read first', read(serviceFor('8')), heard(executor('8')), []],
-    ['the page shows a pod of that name with another UID: not its executor', read(serviceFor('8', { goneAt: MARK })), heard(executor('8', { uid: 'uid-other' })), []],
-    ['the page shows its executor ended: the mark is right', read(serviceFor('8', { goneAt: MARK })), heard(executor('8', { terminal: true })), []],
+    [
+      'the page shows a pod of that name with another UID: not its executor',
+      read(serviceFor('8', { goneAt: MARK })),
+      heard(executor('8', { uid: 'uid-other' })),
+      [],
+    ],
+    [
+      'the page shows its executor ended: the mark is right',
+      read(serviceFor('8', { goneAt: MARK })),
+      heard(executor('8', { terminal: true })),
+      [],
+    ],
     ['the page does not show it: the mark stands, unread', read(serviceFor('8', { goneAt: MARK })), undefined, []],
     ['the executor was read now already: nothing more to read', read(serviceFor('8', { goneAt: MARK })), read(executor('8')), []],
-    ['a remembered (not read now) Service: the rule book reads it first anyway', heard(serviceFor('8', { goneAt: MARK })), heard(executor('8')), []],
+    [
+      'a remembered (not read now) Service: the rule book reads it first anyway',
+      heard(serviceFor('8', { goneAt: MARK })),
+      heard(executor('8')),
+      [],
+    ],
   ];
   it.each(rows)('%s', (_name, service, pod, want) => {
     const pods = new Map(pod === undefined ? [] : [['exec-8', pod] as const]);
@@ -245,14 +299,27 @@ describe('a sweep page that shows a marked Service’s executor running', () => 
  * (the event carries only the new object); opting out needs no look (opt-in only gates creating).
  */
 describe('a driver event that says it runs: are its executors looked at (a late opt-in)?', () => {
-  const driver = (extra: Partial<PodFact> = {}): PodFact => executor('0', { name: 'drv', uid: 'uid-drv', role: 'driver', execId: undefined, controllerPod: undefined, ...extra });
+  const driver = (extra: Partial<PodFact> = {}): PodFact =>
+    executor('0', { name: 'drv', uid: 'uid-drv', role: 'driver', execId: undefined, controllerPod: undefined, ...extra });
   it.each<[string, PodFact, PodFact | undefined, 'label' | 'all', boolean]>([
     ['opted in now, remembered not opted in (kubectl label … enabled=true) → look', driver(), driver({ optIn: false }), 'label', true],
     ['opted in now, nothing remembered (a new process cannot tell) → look', driver(), undefined, 'label', true],
     ['opted in now, remembered opted in → no look (status churn)', driver(), driver(), 'label', false],
-    ['opted in now, remembered opted in under another UID (a new driver of that name) → look', driver(), driver({ uid: 'uid-old' }), 'label', true],
+    [
+      'opted in now, remembered opted in under another UID (a new driver of that name) → look',
+      driver(),
+      driver({ uid: 'uid-old' }),
+      'label',
+      true,
+    ],
     ['not opted in now (opted out, or never) → no look', driver({ optIn: false }), driver(), 'label', false],
-    ['opted in but not running yet (Spark makes executors once the driver runs) → no look', driver({ running: false }), undefined, 'label', false],
+    [
+      'opted in but not running yet (Spark makes executors once the driver runs) → no look',
+      driver({ running: false }),
+      undefined,
+      'label',
+      false,
+    ],
     ['OPT_IN_MODE=all: labels do not matter → no look', driver(), driver({ optIn: false }), 'all', false],
   ])('%s', (_name, hint, remembered, mode, look) => {
     expect(driverOptInLook(hint, remembered, mode).look).toBe(look);

@@ -57,7 +57,13 @@ export interface Look {
 }
 
 /** A sweep page, a driver's end, a Reference-mode delete: everything read, nothing shared, nobody waited for. */
-export const LOOK_AFRESH: Look = { trust: TRUST_NOTHING, claimantWindow: 0, shareLists: false, coordinate: false, readServicesFirst: false };
+export const LOOK_AFRESH: Look = {
+  trust: TRUST_NOTHING,
+  claimantWindow: 0,
+  shareLists: false,
+  coordinate: false,
+  readServicesFirst: false,
+};
 
 /** What the process remembers around the executor an event names (all of it optional: a new process remembers nothing). */
 export interface RememberedNearby {
@@ -102,7 +108,8 @@ export function planExecutorEvent(event: ExecutorEvent, remembered: RememberedNe
   const serviceAgrees = service === undefined || (service.executor?.uid === hint.uid && (goneHint || service.goneAt === undefined));
   // Executors often end together (the application's end, a decommission wave): an ended one's
   // event looks at its peers too, so that their own events find their Services marked already.
-  const peers = goneHint && serviceAgrees && service !== undefined && service.goneAt === undefined ? endedPeers(slot, remembered, now) : undefined;
+  const peers =
+    goneHint && serviceAgrees && service !== undefined && service.goneAt === undefined ? endedPeers(slot, remembered, now) : undefined;
   // Peers' marks are decided from remembered Services: their driver is read afresh first, so that
   // an application ended by deleting its driver (GC took the Services) costs reads, not writes.
   const peerOwner = peers === undefined || service?.owner === undefined ? [] : [service.owner.name];
@@ -113,7 +120,11 @@ export function planExecutorEvent(event: ExecutorEvent, remembered: RememberedNe
     slots: [slot, ...(peers?.slots ?? [])],
     peers: peers?.slots ?? [],
     look: {
-      trust: { services: serviceAgrees, pods: { remembered: true, except: agrees ? [] : readAfresh }, claimantsOf: claimantsTrusted ? [{ slot, naming: hint.name }] : [] },
+      trust: {
+        services: serviceAgrees,
+        pods: { remembered: true, except: agrees ? [] : readAfresh },
+        claimantsOf: claimantsTrusted ? [{ slot, naming: hint.name }] : [],
+      },
       claimantWindow: goneHint ? 0 : LOOK.claimantWindow,
       shareLists: !goneHint,
       coordinate: true,
@@ -182,7 +193,8 @@ export function markedButHintedRunning(
     if (!seen.fresh || service === 'absent' || service.goneAt === undefined || typeof service.identity !== 'object') continue;
     const { name, uid } = service.identity.executor;
     const hinted = pods.get(name);
-    if (hinted !== undefined && !hinted.fresh && hinted.value !== 'absent' && hinted.value.uid === uid && !hinted.value.terminal) names.push(name);
+    if (hinted !== undefined && !hinted.fresh && hinted.value !== 'absent' && hinted.value.uid === uid && !hinted.value.terminal)
+      names.push(name);
   }
   return names;
 }
@@ -196,7 +208,11 @@ export function markedButHintedRunning(
  * remembers nothing looks (its look reads the driver, which it then remembers). Opting out needs
  * no look: opt-in only gates creating. With OPT_IN_MODE=all labels do not matter.
  */
-export function driverOptInLook(hint: PodFact, remembered: PodFact | undefined, optInMode: 'label' | 'all'): { readonly look: boolean; readonly why: string } {
+export function driverOptInLook(
+  hint: PodFact,
+  remembered: PodFact | undefined,
+  optInMode: 'label' | 'all',
+): { readonly look: boolean; readonly why: string } {
   if (optInMode === 'all') return { look: false, why: 'driver running: nothing to do (OPT_IN_MODE=all)' };
   if (!hint.optIn) return { look: false, why: 'driver running, not opted in: nothing to do' };
   // Spark asks for executors once its driver runs: a driver not running yet has none that run.

@@ -18,7 +18,13 @@ export async function reconcileDriverEnded(ctx: ReconcileContext, namespace: str
   let token: string | undefined;
   do {
     const page = await ctx.client.listServices(namespace, appServicesSelector(appId), Math.min(APP_PAGE, ctx.config.sweepPageSize), token);
-    outcomes.push(...(await reconcileServices(ctx, namespace, page.items.flatMap((s) => serviceFact(s) ?? []))));
+    outcomes.push(
+      ...(await reconcileServices(
+        ctx,
+        namespace,
+        page.items.flatMap((s) => serviceFact(s) ?? []),
+      )),
+    );
     token = page.continueToken;
   } while (token !== undefined && Date.now() - started < ctx.config.eventDeadlineMs / 2);
   return outcomes;

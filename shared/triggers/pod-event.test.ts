@@ -40,7 +40,9 @@ function pod(spec: PodSpec): Pod {
       uid: `uid-${spec.name}`,
       resourceVersion: '1',
       labels,
-      ...(spec.owner === undefined ? {} : { ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: spec.owner.name, uid: spec.owner.uid, controller: true }] }),
+      ...(spec.owner === undefined
+        ? {}
+        : { ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: spec.owner.name, uid: spec.owner.uid, controller: true }] }),
     },
     spec: { containers: [{ name: 'c', env: [{ name: 'SPARK_JAVA_OPT_1', value: '-Dspark.blockManager.port=7079' }] }] },
     status: { phase: spec.phase ?? 'Running' },
@@ -48,7 +50,8 @@ function pod(spec: PodSpec): Pod {
 }
 
 const driver = (phase: PodSpec['phase'] = 'Running'): Pod => pod({ ...DRIVER, role: 'driver', optIn: true, phase });
-const executor = (execId: string, extra: Partial<PodSpec> = {}): Pod => pod({ name: `app-exec-${execId}`, role: 'executor', execId, owner: DRIVER, ...extra });
+const executor = (execId: string, extra: Partial<PodSpec> = {}): Pod =>
+  pod({ name: `app-exec-${execId}`, role: 'executor', execId, owner: DRIVER, ...extra });
 
 /** Label selectors as the API server reads them: `k=v` and `k in (a,b)`, comma-joined. */
 function matches(labels: Record<string, string> | undefined, selector: string): boolean {
@@ -83,12 +86,19 @@ class FakeApi implements KubeClient {
   }
   async listServices(_ns: string, selector: string): Promise<Page<Service>> {
     this.requests.push('list services');
-    return { items: [...this.services.values()].filter((s) => matches(s.metadata.labels, selector)), continueToken: undefined, skipped: [] };
+    return {
+      items: [...this.services.values()].filter((s) => matches(s.metadata.labels, selector)),
+      continueToken: undefined,
+      skipped: [],
+    };
   }
   async createService(body: ServiceBody): Promise<{ outcome: 'created'; service: Service } | { outcome: 'exists' }> {
     this.requests.push(`create services ${body.metadata.name}`);
     if (this.services.has(body.metadata.name)) return { outcome: 'exists' };
-    const service = { ...body, metadata: { ...body.metadata, uid: `uid-${body.metadata.name}`, resourceVersion: String(++this.version) } } as unknown as Service;
+    const service = {
+      ...body,
+      metadata: { ...body.metadata, uid: `uid-${body.metadata.name}`, resourceVersion: String(++this.version) },
+    } as unknown as Service;
     this.services.set(body.metadata.name, service);
     this.writes.push(`create ${body.metadata.name}`);
     return { outcome: 'created', service };
@@ -106,7 +116,11 @@ class FakeApi implements KubeClient {
     }
     const patched = { ...service, metadata: { ...service.metadata, annotations, resourceVersion: String(++this.version) } } as Service;
     this.services.set(name, patched);
-    this.writes.push(`patch ${name} ${Object.entries(metadata?.annotations ?? {}).map(([k, v]) => `${k}=${v === null ? 'null' : 'set'}`).join(' ')}`.trim());
+    this.writes.push(
+      `patch ${name} ${Object.entries(metadata?.annotations ?? {})
+        .map(([k, v]) => `${k}=${v === null ? 'null' : 'set'}`)
+        .join(' ')}`.trim(),
+    );
     return patched;
   }
   async deleteService(_ns: string, name: string, uid: string): Promise<'deleted' | 'not-found' | 'precondition-failed'> {
@@ -243,7 +257,13 @@ describe('a pod event, from the world before to the writes made', () => {
     const api = new FakeApi();
     for (const p of row.world) api.pods.set(p.metadata.name, p);
     let clock = Date.parse('2026-12-03T12:00:00Z');
-    const ctx: ReconcileContext = { client: api, config: CONFIG, now: () => new Date(clock), log: { debug() {}, info() {}, warn() {}, error() {} }, facts: new FactCache() };
+    const ctx: ReconcileContext = {
+      client: api,
+      config: CONFIG,
+      now: () => new Date(clock),
+      log: { debug() {}, info() {}, warn() {}, error() {} },
+      facts: new FactCache(),
+    };
     for (const step of row.before ?? []) {
       await reconcileEvent(ctx, { kind: 'pod', verb: step.verb, pod: step.pod });
       step.then?.(api);

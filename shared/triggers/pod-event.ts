@@ -90,7 +90,11 @@ export async function reconcileReference(ctx: ReconcileContext, verb: Verb, name
   const related = await servicesNamingPod(ctx, namespace, name);
   if (related.length === 0) return ignored('no Service of ours refers to this pod', base);
   const slots = related.flatMap((service) => (service.slot === undefined ? [] : [{ slot: service.slot, service }]));
-  const outcomes = await reconcileSlots(ctx, { namespace, slots: slots.map((s) => s.slot), read: { pods: [{ absent: name }], services: slots } });
+  const outcomes = await reconcileSlots(ctx, {
+    namespace,
+    slots: slots.map((s) => s.slot),
+    read: { pods: [{ absent: name }], services: slots },
+  });
   return eventResult(outcomes, { ...base, app: slots[0]?.slot.appId });
 }
 

@@ -28,7 +28,8 @@ const CHUNK = 100;
 export async function sweep(ctx: ReconcileContext, cursor: SweepCursor = new SweepCursor()): Promise<EventResult> {
   // One sweep at a time per process: two would share (and corrupt) the cursor. A tick that finds
   // one running has nothing to add; the running one goes on from where it is.
-  if (cursor.running) return { action: 'swept', reason: 'a sweep is already running in this process', outcomes: [], round: 'already-running' };
+  if (cursor.running)
+    return { action: 'swept', reason: 'a sweep is already running in this process', outcomes: [], round: 'already-running' };
   cursor.running = true;
   try {
     return await sweepFromCursor(ctx, cursor);
@@ -68,7 +69,13 @@ async function sweepFromCursor(ctx: ReconcileContext, cursor: SweepCursor): Prom
       examined += chunk.length;
       try {
         if (cursor.pass === 'services') {
-          outcomes.push(...(await reconcileServices(ctx, namespace, (chunk as Service[]).flatMap((s) => serviceFact(s) ?? []))));
+          outcomes.push(
+            ...(await reconcileServices(
+              ctx,
+              namespace,
+              (chunk as Service[]).flatMap((s) => serviceFact(s) ?? []),
+            )),
+          );
         } else {
           outcomes.push(...(await reconcileExecutorPage(ctx, namespace, chunk as Pod[])));
         }

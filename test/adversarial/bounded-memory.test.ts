@@ -87,14 +87,24 @@ function executor(opts: { name: string; uid: string; app: string; execId: string
       labels: { 'spark-role': 'executor', 'spark-app-selector': opts.app, 'spark-exec-id': opts.execId, 'spark-exec-svc/enabled': 'true' },
       ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: opts.owner.name, uid: opts.owner.uid, controller: true }],
     },
-    spec: { containers: [{ name: 'spark-kubernetes-executor', image: 'apache/spark:4.0.0', env: [{ name: 'SPARK_EXECUTOR_ID', value: opts.execId }] }] },
+    spec: {
+      containers: [
+        { name: 'spark-kubernetes-executor', image: 'apache/spark:4.0.0', env: [{ name: 'SPARK_EXECUTOR_ID', value: opts.execId }] },
+      ],
+    },
     status: { phase: 'Running', podIP: '10.244.1.7' },
   };
 }
 
 function existingExecutor(k: number, e: number): PodBody {
   const d = driver(k);
-  return executor({ name: longName(`e${e}`, k), uid: longUid(`e${e}`, k), app: appId(k), execId: String(e), owner: { name: d.metadata.name, uid: d.metadata.uid! } });
+  return executor({
+    name: longName(`e${e}`, k),
+    uid: longUid(`e${e}`, k),
+    app: appId(k),
+    execId: String(e),
+    owner: { name: d.metadata.name, uid: d.metadata.uid! },
+  });
 }
 
 const VERBS = ['add', 'update', 'delete'] as const;
@@ -146,7 +156,8 @@ function send(verb: (typeof VERBS)[number], pod: PodBody, id: string): Promise<n
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('end', () => {
-          if (res.statusCode !== 200 && failures.length < 5) failures.push(`${res.statusCode} ${Buffer.concat(chunks).toString('utf8').slice(0, 300)}`);
+          if (res.statusCode !== 200 && failures.length < 5)
+            failures.push(`${res.statusCode} ${Buffer.concat(chunks).toString('utf8').slice(0, 300)}`);
           resolve(res.statusCode ?? 0);
         });
         res.on('error', reject);
@@ -182,7 +193,10 @@ beforeAll(async () => {
   for (let i = 0; i < drivers.length; i += 200) await emulator.seed(drivers.slice(i, i + 200));
   const executors = drivers.flatMap((_, k) => Array.from({ length: EXECUTORS_PER_EXISTING_APP }, (__, e) => existingExecutor(k, e + 1)));
   for (let i = 0; i < executors.length; i += 200) await emulator.seed(executors.slice(i, i + 200));
-  config = loadConfig({ WATCH_NAMESPACES: NS, BLOCK_MANAGER_PORT: '7079', LOG_LEVEL: 'error', MAX_SERVICES_PER_NAMESPACE: '100000' }, () => undefined);
+  config = loadConfig(
+    { WATCH_NAMESPACES: NS, BLOCK_MANAGER_PORT: '7079', LOG_LEVEL: 'error', MAX_SERVICES_PER_NAMESPACE: '100000' },
+    () => undefined,
+  );
   caches = newProcessCaches();
   metrics = newMetrics();
   fn = await startFunctionServer(
@@ -285,7 +299,12 @@ describe('memory: 10,000 hostile events', () => {
         execId: '1',
         owner: { name: longName('long-owner', n), uid: longUid('long-owner', n, length) },
       });
-      const reply = await postCloudEvent(url, { id: `long-owner-uid-${n}`, type: podEventType('add'), data: pod, subject: podSubject(NS, pod.metadata.name) });
+      const reply = await postCloudEvent(url, {
+        id: `long-owner-uid-${n}`,
+        type: podEventType('add'),
+        data: pod,
+        subject: podSubject(NS, pod.metadata.name),
+      });
       statuses.push(reply.status);
       texts.push(reply.text.slice(0, 300));
     }

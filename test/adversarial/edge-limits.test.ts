@@ -68,7 +68,13 @@ describe('parse cost is bounded before the CloudEvents SDK', () => {
   it('depth is bounded in binary data, in data_base64, in string data, and the bound is MAX_JSON_DEPTH', async () => {
     h = await startHarness({ MAX_JSON_DEPTH: '16' });
     const nested = (depth: number) => `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
-    const binary = { 'ce-specversion': '1.0', 'ce-id': '1', 'ce-source': 's', 'ce-type': podEventType('add'), 'content-type': 'application/json' };
+    const binary = {
+      'ce-specversion': '1.0',
+      'ce-id': '1',
+      'ce-source': 's',
+      'ce-type': podEventType('add'),
+      'content-type': 'application/json',
+    };
     const post = async (headers: Record<string, string>, body: string) => {
       const response = await fetch(h!.url, { method: 'POST', headers, body });
       return { status: response.status, text: await response.text() };
@@ -79,10 +85,20 @@ describe('parse cost is bounded before the CloudEvents SDK', () => {
     // Brackets inside strings are not nesting.
     expect((await post(binary, JSON.stringify({ kind: 'Pod', metadata: { name: '['.repeat(1000) } }))).text).not.toMatch(/nests deeper/);
     const structured = { 'content-type': 'application/cloudevents+json' };
-    const envelope = (extra: Record<string, unknown>) => JSON.stringify({ specversion: '1.0', id: '1', source: 's', type: podEventType('add'), ...extra });
-    expect(await post(structured, envelope({ data_base64: Buffer.from(nested(40)).toString('base64') }))).toMatchObject({ status: 400, text: expect.stringMatching(/data_base64 nests deeper/) });
-    expect(await post(structured, envelope({ data: nested(40) }))).toMatchObject({ status: 400, text: expect.stringMatching(/data nests deeper/) });
-    expect(await post({ ...binary, 'content-type': 'text/plain' }, nested(40))).toMatchObject({ status: 400, text: expect.stringMatching(/nests deeper/) });
+    const envelope = (extra: Record<string, unknown>) =>
+      JSON.stringify({ specversion: '1.0', id: '1', source: 's', type: podEventType('add'), ...extra });
+    expect(await post(structured, envelope({ data_base64: Buffer.from(nested(40)).toString('base64') }))).toMatchObject({
+      status: 400,
+      text: expect.stringMatching(/data_base64 nests deeper/),
+    });
+    expect(await post(structured, envelope({ data: nested(40) }))).toMatchObject({
+      status: 400,
+      text: expect.stringMatching(/data nests deeper/),
+    });
+    expect(await post({ ...binary, 'content-type': 'text/plain' }, nested(40))).toMatchObject({
+      status: 400,
+      text: expect.stringMatching(/nests deeper/),
+    });
     expect(h.emulator.requests.length).toBe(0);
   });
 
@@ -90,13 +106,39 @@ describe('parse cost is bounded before the CloudEvents SDK', () => {
     h = await startHarness();
     const appId = sparkAppId(17);
     const driver = h.createPod(driverPod({ namespace: NS, appId }));
-    const exec1 = h.createPod(executorPod({ namespace: NS, appId, execId: '1', driver: { name: driver.metadata.name, uid: driver.metadata.uid! }, blockManagerPort: 7079 }));
-    const exec2 = h.createPod(executorPod({ namespace: NS, appId, execId: '2', driver: { name: driver.metadata.name, uid: driver.metadata.uid! }, blockManagerPort: 7079 }));
+    const exec1 = h.createPod(
+      executorPod({
+        namespace: NS,
+        appId,
+        execId: '1',
+        driver: { name: driver.metadata.name, uid: driver.metadata.uid! },
+        blockManagerPort: 7079,
+      }),
+    );
+    const exec2 = h.createPod(
+      executorPod({
+        namespace: NS,
+        appId,
+        execId: '2',
+        driver: { name: driver.metadata.name, uid: driver.metadata.uid! },
+        blockManagerPort: 7079,
+      }),
+    );
     expect((await h.send('add', exec1, 'binary')).type).toBe('spark-exec-svc.service.created');
     // The first add's list covers exec 2 as well (its batch window): made then, verified now.
     expect((await h.send('add', exec2, 'structured')).type).toBe('spark-exec-svc.service.verified');
     expect(h.services(NS)).toHaveLength(2);
-    const scalar = await fetch(h.url, { method: 'POST', headers: { 'ce-specversion': '1.0', 'ce-id': '1', 'ce-source': 's', 'ce-type': podEventType('add'), 'content-type': 'application/json' }, body: '"{abc"' });
+    const scalar = await fetch(h.url, {
+      method: 'POST',
+      headers: {
+        'ce-specversion': '1.0',
+        'ce-id': '1',
+        'ce-source': 's',
+        'ce-type': podEventType('add'),
+        'content-type': 'application/json',
+      },
+      body: '"{abc"',
+    });
     expect(scalar.status).toBe(400);
   });
 });
@@ -113,7 +155,9 @@ function stalled(port: number, head: string, bodyBytes = 0): { closed: Promise<{
     socket.write(head);
     if (bodyBytes > 0) socket.write(Buffer.alloc(bodyBytes, 0x20));
   });
-  const closed = new Promise<{ afterMs: number; answer: string }>((resolve) => socket.on('close', () => resolve({ afterMs: performance.now() - started, answer })));
+  const closed = new Promise<{ afterMs: number; answer: string }>((resolve) =>
+    socket.on('close', () => resolve({ afterMs: performance.now() - started, answer })),
+  );
   return { closed, socket };
 }
 
@@ -123,7 +167,11 @@ describe('request timeouts hold as configured', () => {
   it('a body that stalls near its end is answered 408 and closed within REQUEST_RECEIVE_TIMEOUT_MS + slack', async () => {
     h = await startHarness({ REQUEST_RECEIVE_TIMEOUT_MS: '2000', LOG_LEVEL: 'warn' });
     const size = 512 * 1024;
-    const { closed } = stalled(h.fn.port, `POST / HTTP/1.1\r\nhost: x\r\ncontent-type: application/cloudevents+json\r\ncontent-length: ${size}\r\n\r\n`, size - 10);
+    const { closed } = stalled(
+      h.fn.port,
+      `POST / HTTP/1.1\r\nhost: x\r\ncontent-type: application/cloudevents+json\r\ncontent-length: ${size}\r\n\r\n`,
+      size - 10,
+    );
     const { afterMs, answer } = await closed;
     expect(answer).toMatch(/^HTTP\/1\.1 408/);
     expect(afterMs).toBeGreaterThanOrEqual(2_000 - 50);
@@ -143,7 +191,11 @@ describe('request timeouts hold as configured', () => {
   it('the default bound (10 s) holds too: closed well before the 60 s the old interval allowed', async () => {
     h = await startHarness({});
     expect(h.config.requestReceiveTimeoutMs).toBe(10_000);
-    const { closed } = stalled(h.fn.port, 'POST / HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n', 50);
+    const { closed } = stalled(
+      h.fn.port,
+      'POST / HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n',
+      50,
+    );
     const { afterMs, answer } = await closed;
     expect(answer).toMatch(/^HTTP\/1\.1 408/);
     expect(afterMs).toBeLessThan(10_000 + SLACK_MS);
@@ -170,13 +222,28 @@ describe('concurrent connections are bounded', () => {
 });
 
 describe('sweeps are coalesced', () => {
-  const sweep = (url: string, id: string) => postCloudEvent(url, { type: 'dev.knative.sources.ping', data: { action: 'sweep' }, id, source: '/apis/v1/namespaces/spark/pingsources/sweep' });
+  const sweep = (url: string, id: string) =>
+    postCloudEvent(url, {
+      type: 'dev.knative.sources.ping',
+      data: { action: 'sweep' },
+      id,
+      source: '/apis/v1/namespaces/spark/pingsources/sweep',
+    });
 
   it('back-to-back sweep events: one sweeps, the rest are answered 2xx at once, counted, and cost no API request', async () => {
     h = await startHarness({ SWEEP_MIN_INTERVAL_MS: '60000' });
     const appId = sparkAppId(3);
     const driver = h.createPod(driverPod({ namespace: NS, appId }));
-    for (let i = 1; i <= 5; i++) h.createPod(executorPod({ namespace: NS, appId, execId: String(i), driver: { name: driver.metadata.name, uid: driver.metadata.uid! }, blockManagerPort: 7079 }));
+    for (let i = 1; i <= 5; i++)
+      h.createPod(
+        executorPod({
+          namespace: NS,
+          appId,
+          execId: String(i),
+          driver: { name: driver.metadata.name, uid: driver.metadata.uid! },
+          blockManagerPort: 7079,
+        }),
+      );
     const first = await sweep(h.url, 'tick-0');
     expect(first.status).toBe(200);
     expect(h.services(NS)).toHaveLength(5);

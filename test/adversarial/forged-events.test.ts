@@ -9,7 +9,6 @@ import { executorPod, sparkAppId } from '../../testkit/spark-pods.ts';
 import { NS, audited, useAudit } from '../support/audited.ts';
 import { claiming, current, ref, scene, serviceWrites, victimApp } from './support/tenant-scene.ts';
 import { raceScene, untilSeen } from './support/race-scene.ts';
-import { app } from './support/steps.ts';
 
 useAudit();
 
@@ -30,7 +29,17 @@ describe('forged CloudEvents about the victim’s running pods', () => {
         // "It was replaced": the same name with another UID, ended.
         await s.forged('delete', claiming(exec, { uid: '11111111-2222-4333-8444-555555555555', phase: 'Failed' }), to);
         // "Its driver is gone": the executor pointing at a driver that does not exist.
-        await s.forged('delete', { ...exec, metadata: { ...exec.metadata, ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: 'nobody', uid: 'u-nobody', controller: true }] } }, to);
+        await s.forged(
+          'delete',
+          {
+            ...exec,
+            metadata: {
+              ...exec.metadata,
+              ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: 'nobody', uid: 'u-nobody', controller: true }],
+            },
+          },
+          to,
+        );
       }
       await s.forged('delete', driver, to);
       await s.forged('update', claiming(driver, { phase: 'Succeeded' }), to);
@@ -50,7 +59,7 @@ describe('forged CloudEvents about the victim’s running pods', () => {
   });
 });
 
-describe('attacks that held', () => {
+describe('attacks that held: Reference mode', () => {
   it('Reference mode: a delete of a name that is absent when read, while a new executor of that name starts and gets its Service: no write', async () => {
     const s = await raceScene();
     const b = await audited({}, { emulator: s.h.emulator });
@@ -62,15 +71,18 @@ describe('attacks that held', () => {
     s.h.emulator.faults.add({ verb: 'list', resource: 'services', times: 1, fault: { kind: 'delay', ms: 300 } });
     const writesBefore = serviceWrites(s.h).length;
     const pending = s.h.sendRef('delete', NS, name);
-    await untilSeen('A lists Services', () => s.h.emulator.requests.some((r) => r.verb === 'list' && r.resource === 'services' && r.status === 0));
+    await untilSeen('A lists Services', () =>
+      s.h.emulator.requests.some((r) => r.verb === 'list' && r.resource === 'services' && r.status === 0),
+    );
     const exec = await s.started(appId, '2', driver, { name, to: b });
     const reply = await pending;
     expect(reply.status, reply.text).toBe(200);
-    const writes = serviceWrites(s.h).slice(writesBefore).filter((r) => r.verb !== 'create');
+    const writes = serviceWrites(s.h)
+      .slice(writesBefore)
+      .filter((r) => r.verb !== 'create');
     expect(writes.map((r) => `${r.verb} ${r.name}`)).toEqual([]);
     s.check(`reference delete of ${exec.metadata.name} raced with its start`);
   });
-
 });
 
 describe('attacks that held', () => {
@@ -87,11 +99,18 @@ describe('attacks that held', () => {
     for (const to of [s.h, cold]) {
       await s.event('delete', d, to);
       await s.event('update', { ...d, status: { ...d.status, phase: 'Succeeded' } }, to);
-      await s.event('update', { ...d, metadata: { ...d.metadata, uid: '0badc0de-0000-4000-8000-0000000000ff' }, status: { ...d.status, phase: 'Failed' } }, to);
+      await s.event(
+        'update',
+        { ...d, metadata: { ...d.metadata, uid: '0badc0de-0000-4000-8000-0000000000ff' }, status: { ...d.status, phase: 'Failed' } },
+        to,
+      );
       expect((await to.sendRef('delete', NS, d.metadata.name)).status).toBe(200);
     }
-    expect(serviceWrites(s.h).slice(before).map((r) => `${r.verb} ${r.name}`)).toEqual([]);
+    expect(
+      serviceWrites(s.h)
+        .slice(before)
+        .map((r) => `${r.verb} ${r.name}`),
+    ).toEqual([]);
     s.check('forged driver events');
   });
-
 });

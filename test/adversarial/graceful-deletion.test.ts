@@ -9,7 +9,6 @@ import { GONE_AT, type Obj as SvcObj } from '../../testkit/oracle.ts';
 import { sparkAppId } from '../../testkit/spark-pods.ts';
 import { NS, useAudit } from '../support/audited.ts';
 import { current, scene, victimApp } from './support/tenant-scene.ts';
-import { marked, svcName } from './support/steps.ts';
 
 useAudit();
 

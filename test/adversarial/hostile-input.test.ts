@@ -14,7 +14,13 @@ import { NS, audited, useAudit } from '../support/audited.ts';
 
 useAudit();
 
-const BINARY_ADD = { 'ce-specversion': '1.0', 'ce-id': 'e1', 'ce-source': 'https://10.96.0.1:443', 'ce-type': podEventType('add'), 'content-type': 'application/json' };
+const BINARY_ADD = {
+  'ce-specversion': '1.0',
+  'ce-id': 'e1',
+  'ce-source': 'https://10.96.0.1:443',
+  'ce-type': podEventType('add'),
+  'content-type': 'application/json',
+};
 
 async function post(h: Harness, headers: Record<string, string>, body: string | Uint8Array): Promise<{ status: number; error: string }> {
   const response = await fetch(h.url, { method: 'POST', headers, body });
@@ -29,7 +35,13 @@ async function post(h: Harness, headers: Record<string, string>, body: string | 
 }
 
 /** The invariant for every bad request: 4xx with a reason, a warn log line saying it, no API call, still serving. */
-async function expectRejected(h: Harness, headers: Record<string, string>, body: string | Uint8Array, status: number, reason: RegExp): Promise<void> {
+async function expectRejected(
+  h: Harness,
+  headers: Record<string, string>,
+  body: string | Uint8Array,
+  status: number,
+  reason: RegExp,
+): Promise<void> {
   const before = { requests: h.emulator.requests.length, logs: h.logs.length };
   const reply = await post(h, headers, body);
   const label = `${JSON.stringify(headers).slice(0, 120)} ${typeof body === 'string' ? body.slice(0, 120) : `<${body.length} bytes>`}`;
@@ -43,7 +55,14 @@ async function expectRejected(h: Harness, headers: Record<string, string>, body:
 }
 
 const executor = (labels: Record<string, string>, extra: { name?: string; namespace?: string; owner?: string } = {}) => {
-  const pod = executorPod({ namespace: extra.namespace ?? NS, appId: sparkAppId(5), execId: '1', driver: { name: extra.owner ?? 'app-driver', uid: 'd-uid' }, blockManagerPort: 7079, optIn: true });
+  const pod = executorPod({
+    namespace: extra.namespace ?? NS,
+    appId: sparkAppId(5),
+    execId: '1',
+    driver: { name: extra.owner ?? 'app-driver', uid: 'd-uid' },
+    blockManagerPort: 7079,
+    optIn: true,
+  });
   pod.metadata.uid = 'e-uid';
   if (extra.name !== undefined) pod.metadata.name = extra.name;
   Object.assign(pod.metadata.labels, labels);
@@ -58,7 +77,15 @@ describe('malformed requests', () => {
     const { 'ce-type': _type, ...noType } = BINARY_ADD;
     const { 'ce-specversion': _sv, ...noSpecversion } = BINARY_ADD;
     const pod = JSON.stringify(executor({}));
-    const structured = (event: Record<string, unknown>) => JSON.stringify({ specversion: '1.0', id: 'e1', source: 's', type: podEventType('add'), datacontenttype: 'application/json', ...event });
+    const structured = (event: Record<string, unknown>) =>
+      JSON.stringify({
+        specversion: '1.0',
+        id: 'e1',
+        source: 's',
+        type: podEventType('add'),
+        datacontenttype: 'application/json',
+        ...event,
+      });
     const cases: Array<[Record<string, string>, string, RegExp]> = [
       [{ 'content-type': 'application/cloudevents+json' }, '{not json', /CloudEvent/],
       [{ 'content-type': 'application/cloudevents+json' }, '', /CloudEvent/],
@@ -96,12 +123,30 @@ describe('malformed requests', () => {
     await expectRejected(h, BINARY_ADD, JSON.stringify(noName), 400, /invalid Pod/);
     await expectRejected(h, BINARY_ADD, JSON.stringify({ ...executor({}), spec: { containers: 'none' } }), 400, /invalid Pod/);
     // Reference mode: the data must be an object reference.
-    await expectRejected(h, { ...BINARY_ADD, 'ce-type': podEventType('add', 'ref') }, JSON.stringify({ kind: 'Pod', name: '../x', namespace: NS, apiVersion: 'v1' }), 400, /object reference/);
+    await expectRejected(
+      h,
+      { ...BINARY_ADD, 'ce-type': podEventType('add', 'ref') },
+      JSON.stringify({ kind: 'Pod', name: '../x', namespace: NS, apiVersion: 'v1' }),
+      400,
+      /object reference/,
+    );
     // Documented: a valid object of another kind (or not a Spark pod) is acknowledged and ignored, with no API call.
     const before = h.emulator.requests.length;
-    const service = { apiVersion: 'v1', kind: 'Service', metadata: { name: 'x', namespace: NS, uid: 'u', labels: { 'spark-role': 'executor' } } };
+    const service = {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'x', namespace: NS, uid: 'u', labels: { 'spark-role': 'executor' } },
+    };
     expect((await post(h, BINARY_ADD, JSON.stringify(service))).status).toBe(200);
-    expect((await post(h, { ...BINARY_ADD, 'ce-type': podEventType('add', 'ref') }, JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', name: 'x', namespace: NS }))).status).toBe(200);
+    expect(
+      (
+        await post(
+          h,
+          { ...BINARY_ADD, 'ce-type': podEventType('add', 'ref') },
+          JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', name: 'x', namespace: NS }),
+        )
+      ).status,
+    ).toBe(200);
     expect((await post(h, { ...BINARY_ADD, 'ce-type': 'com.example.other' }, '{}')).status).toBe(200);
     expect(h.emulator.requests.length).toBe(before);
   });
@@ -120,7 +165,9 @@ describe('malformed requests', () => {
         else controller.close();
       },
     });
-    const response = await fetch(h.url, { method: 'POST', headers: BINARY_ADD, body: stream, duplex: 'half' } as RequestInit & { duplex: 'half' });
+    const response = await fetch(h.url, { method: 'POST', headers: BINARY_ADD, body: stream, duplex: 'half' } as RequestInit & {
+      duplex: 'half';
+    });
     expect(response.status).toBe(413);
     expect(await response.text()).toMatch(/exceeds the limit/);
     expect(h.logs.slice(before.logs).some((l) => l['level'] === 'warn' && /exceeds the limit/.test(String(l['error'])))).toBe(true);
@@ -135,7 +182,27 @@ describe('malformed requests', () => {
 });
 
 describe('hostile labels, names and references', () => {
-  const hostile = ['a,b=c', 'x!=y', '../', '..', 'a\nb', 'x'.repeat(64), 'ü', 'spärk', '-a', 'a-', 'a b', '$(reboot)', "'; DROP TABLE", 'a/b', 'a=b', 'in (x)', '%2F..', '\u0000', 'a\u202eb'];
+  const hostile = [
+    'a,b=c',
+    'x!=y',
+    '../',
+    '..',
+    'a\nb',
+    'x'.repeat(64),
+    'ü',
+    'spärk',
+    '-a',
+    'a-',
+    'a b',
+    '$(reboot)',
+    "'; DROP TABLE",
+    'a/b',
+    'a=b',
+    'in (x)',
+    '%2F..',
+    '\u0000',
+    'a\u202eb',
+  ];
 
   it('invalid values for spark-app-selector / spark-exec-id / spark-role: 400, zero API calls', async () => {
     const h = await audited();
@@ -164,9 +231,22 @@ describe('hostile labels, names and references', () => {
 
   it('hostile but valid app ids and exec ids: the Service name is still a valid DNS label, selectors exact', async () => {
     const h = await audited();
-    for (const [appId, execId] of [['A.b_C', '1'], ['x'.repeat(63), '2'], ['a..b', '3'], ['a__b', '40']] as const) {
+    for (const [appId, execId] of [
+      ['A.b_C', '1'],
+      ['x'.repeat(63), '2'],
+      ['a..b', '3'],
+      ['a__b', '40'],
+    ] as const) {
       const driver = h.createPod(driverPod({ namespace: NS, appId, name: `d-${execId.toLowerCase().replace('.', '-')}` }));
-      const pod = h.createPod(executorPod({ namespace: NS, appId, execId, name: `e-${execId.toLowerCase().replace('.', '-')}`, driver: { name: driver.metadata.name, uid: driver.metadata.uid! } }));
+      const pod = h.createPod(
+        executorPod({
+          namespace: NS,
+          appId,
+          execId,
+          name: `e-${execId.toLowerCase().replace('.', '-')}`,
+          driver: { name: driver.metadata.name, uid: driver.metadata.uid! },
+        }),
+      );
       const reply = await h.send('add', pod);
       expect(reply.type, appId).toBe('spark-exec-svc.service.created');
       const name = reply.data!.outcomes[0]!.service;
@@ -193,13 +273,23 @@ describe('hostile labels, names and references', () => {
     const driver = h.createPod(driverPod({ namespace: NS, appId: sparkAppId(5), name: 'app-driver' }));
     let n = 0;
     for (const port of ['7079,1', '../', '1e3', '-1', '0', '65536', '99999999999', ' ', 'x', '7079 1']) {
-      const body = executorPod({ namespace: NS, appId: sparkAppId(5), execId: String(++n), name: `port-${n}`, driver: { name: driver.metadata.name, uid: driver.metadata.uid! }, optIn: true });
+      const body = executorPod({
+        namespace: NS,
+        appId: sparkAppId(5),
+        execId: String(++n),
+        name: `port-${n}`,
+        driver: { name: driver.metadata.name, uid: driver.metadata.uid! },
+        optIn: true,
+      });
       body.metadata.annotations = { 'spark-exec-svc/block-manager-port': port, ...OPT_IN };
       const pod = h.createPod(body);
       const before = h.emulator.requests.length;
       const reply = await post(h, BINARY_ADD, JSON.stringify(pod));
       expect(reply.status, port).toBe(200);
-      expect(h.emulator.requests.slice(before).filter((r) => r.verb !== 'get' && r.verb !== 'list'), port).toEqual([]);
+      expect(
+        h.emulator.requests.slice(before).filter((r) => r.verb !== 'get' && r.verb !== 'list'),
+        port,
+      ).toEqual([]);
     }
     expect(h.logs.filter((l) => l['action'] === 'skipped' && l['level'] === 'warn')).toHaveLength(10);
   });
@@ -235,14 +325,26 @@ const podLike = fc.record(
         labels: fc.oneof(fc.dictionary(labelKey, labelValue, { maxKeys: 6 }), fc.anything()),
         annotations: fc.oneof(fc.dictionary(fc.string(), fc.string(), { maxKeys: 3 }), fc.anything()),
         ownerReferences: fc.oneof(
-          fc.array(fc.record({ apiVersion: fc.constantFrom('v1', 'apps/v1'), kind: fc.constantFrom('Pod', 'ReplicaSet'), name, uid: fc.string(), controller: fc.boolean() }), { maxLength: 2 }),
+          fc.array(
+            fc.record({
+              apiVersion: fc.constantFrom('v1', 'apps/v1'),
+              kind: fc.constantFrom('Pod', 'ReplicaSet'),
+              name,
+              uid: fc.string(),
+              controller: fc.boolean(),
+            }),
+            { maxLength: 2 },
+          ),
           fc.anything(),
         ),
         deletionTimestamp: fc.oneof(fc.constant(undefined), fc.constant(null), fc.string(), fc.integer()),
       },
       { requiredKeys: [] },
     ),
-    spec: fc.oneof(fc.record({ containers: fc.array(fc.record({ name: fc.string(), env: fc.anything() }), { maxLength: 2 }) }), fc.anything()),
+    spec: fc.oneof(
+      fc.record({ containers: fc.array(fc.record({ name: fc.string(), env: fc.anything() }), { maxLength: 2 }) }),
+      fc.anything(),
+    ),
     status: fc.oneof(fc.record({ phase: fc.constantFrom('Running', 'Failed', 'Succeeded', 'Pending') }), fc.anything()),
   },
   { requiredKeys: [] },
@@ -252,7 +354,11 @@ const refLike = fc.record(
     apiVersion: fc.constantFrom('v1', 'v1', 'apps/v1'),
     kind: fc.constantFrom('Pod', 'Pod', 'Deployment'),
     name: fc.oneof({ arbitrary: fc.constantFrom('spark-pi-exec-1', 'd'), weight: 3 }, { arbitrary: name, weight: 1 }),
-    namespace: fc.oneof({ arbitrary: fc.constant('spark'), weight: 3 }, { arbitrary: fc.constantFrom('..', 'A', ''), weight: 1 }, { arbitrary: fc.string(), weight: 1 }),
+    namespace: fc.oneof(
+      { arbitrary: fc.constant('spark'), weight: 3 },
+      { arbitrary: fc.constantFrom('..', 'A', ''), weight: 1 },
+      { arbitrary: fc.string(), weight: 1 },
+    ),
   },
   { requiredKeys: [] },
 );
@@ -270,7 +376,11 @@ const cloudEventLike = fc.record({
   type: fc.oneof({ arbitrary: fc.constantFrom(...TYPES), weight: 4 }, { arbitrary: fc.string(), weight: 1 }),
   source: fc.oneof(fc.constant('s'), fc.string()),
   data: fc.oneof(data, fc.constant(undefined)),
-  data_base64: fc.oneof(fc.constant(undefined), fc.base64String(), podLike.map((p) => Buffer.from(JSON.stringify(p)).toString('base64'))),
+  data_base64: fc.oneof(
+    fc.constant(undefined),
+    fc.base64String(),
+    podLike.map((p) => Buffer.from(JSON.stringify(p)).toString('base64')),
+  ),
 });
 
 /** What a FunctionEvent must be, whatever the input was. */
@@ -295,7 +405,8 @@ function checkFunctionEvent(event: FunctionEvent): void {
       expect(ObjectName.safeParse(metadata.name).success).toBe(true);
       for (const [k, v] of Object.entries(metadata.labels ?? {})) expect(isLabelKey(k) && isLabelValue(v)).toBe(true);
       expect(['driver', 'executor']).toContain(metadata.labels?.['spark-role']);
-      for (const owner of metadata.ownerReferences ?? []) if (owner.kind === 'Pod') expect(ObjectName.safeParse(owner.name).success).toBe(true);
+      for (const owner of metadata.ownerReferences ?? [])
+        if (owner.kind === 'Pod') expect(ObjectName.safeParse(owner.name).success).toBe(true);
       return;
     }
     default:
@@ -348,11 +459,23 @@ describe('fuzzing', () => {
         'ce-id': header,
         'ce-source': header,
         'ce-type': fc.oneof(fc.constantFrom(...TYPES), header),
-        'content-type': fc.constantFrom('application/json', 'application/cloudevents+json', 'text/plain', 'application/cloudevents-batch+json', 'application/octet-stream', ''),
+        'content-type': fc.constantFrom(
+          'application/json',
+          'application/cloudevents+json',
+          'text/plain',
+          'application/cloudevents-batch+json',
+          'application/octet-stream',
+          '',
+        ),
       },
       { requiredKeys: [] },
     );
-    const body = fc.oneof(fc.string({ maxLength: 200 }), fc.json(), podLike.map((p) => JSON.stringify(p)), fc.uint8Array({ maxLength: 200 }));
+    const body = fc.oneof(
+      fc.string({ maxLength: 200 }),
+      fc.json(),
+      podLike.map((p) => JSON.stringify(p)),
+      fc.uint8Array({ maxLength: 200 }),
+    );
     const statuses = new Map<number, number>();
     await fc.assert(
       fc.asyncProperty(headers, body, async (hdrs, payload) => {

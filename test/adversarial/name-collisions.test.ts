@@ -8,7 +8,6 @@ import { executorServiceName } from '../../shared/model/naming.ts';
 import { SPARK_EXEC_ID } from '../../testkit/oracle.ts';
 import { useAudit } from '../support/audited.ts';
 import { ref, resourceVersions, scene, tenantCopy, tenantOwner, victimApp } from './support/tenant-scene.ts';
-import { app } from './support/steps.ts';
 
 useAudit();
 
@@ -47,7 +46,10 @@ describe('names that could collide', () => {
     // Every pair whose plain name is H splits H at an "-exec-"; by construction the exec id part then
     // contains "-h<hash>", never a decimal integer: no valid pair can take H.
     const body = H.slice('svc-'.length);
-    const splits = [...body.matchAll(/-exec-/g)].map((m) => ({ appId: body.slice(0, m.index), execId: body.slice(m.index + '-exec-'.length) }));
+    const splits = [...body.matchAll(/-exec-/g)].map((m) => ({
+      appId: body.slice(0, m.index),
+      execId: body.slice(m.index + '-exec-'.length),
+    }));
     expect(splits.length).toBeGreaterThan(0);
     for (const split of splits) {
       expect(executorServiceName(split.appId, split.execId)).toBe(H);

@@ -10,7 +10,6 @@ import { executorServiceName } from '../../shared/model/naming.ts';
 import { postSweep } from '../../testkit/apiserversource.ts';
 import { type PodBody, driverPod, executorPod, sparkAppId } from '../../testkit/spark-pods.ts';
 import { NS, addForeign, audited, auditRequests, logsMatching, useAudit } from '../support/audited.ts';
-import { app, ours } from './support/steps.ts';
 
 useAudit();
 
@@ -21,7 +20,16 @@ function sparkApp(h: Harness, seed: number, namespace = NS): { appId: string; dr
     appId,
     driver,
     exec: (id) =>
-      h.createPod(executorPod({ namespace, appId, execId: id, name: `s${seed}-exec-${id}`, driver: { name: driver.metadata.name, uid: driver.metadata.uid! }, optIn: true })),
+      h.createPod(
+        executorPod({
+          namespace,
+          appId,
+          execId: id,
+          name: `s${seed}-exec-${id}`,
+          driver: { name: driver.metadata.name, uid: driver.metadata.uid! },
+          optIn: true,
+        }),
+      ),
   };
 }
 
@@ -46,7 +54,16 @@ describe('scope: namespaces', () => {
   });
 
   it('the audit itself catches what it must (pod writes, other namespaces, cluster-wide calls, foreign writes)', () => {
-    const r = (method: string, verb: string, resource: string, namespace?: string, name?: string) => ({ method, path: '/x', query: '', status: 200, verb, resource, namespace, name });
+    const r = (method: string, verb: string, resource: string, namespace?: string, name?: string) => ({
+      method,
+      path: '/x',
+      query: '',
+      status: 200,
+      verb,
+      resource,
+      namespace,
+      name,
+    });
     const problems = auditRequests(
       [
         r('PATCH', 'patch', 'pods', NS, 'p'),
@@ -78,7 +95,12 @@ describe('scope: Services the function does not own', () => {
     const seed = (body: object) => h.emulator.seed(body) as { metadata: { name: string; namespace: string } };
     const foreign = [
       // Someone else's Service with exactly the name executor 1 needs.
-      seed({ apiVersion: 'v1', kind: 'Service', metadata: { name: executorServiceName(app.appId, '1'), namespace: NS, labels: { team: 'x' } }, spec: { selector: { app: 'x' }, ports: [{ port: 80 }] } }),
+      seed({
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: executorServiceName(app.appId, '1'), namespace: NS, labels: { team: 'x' } },
+        spec: { selector: { app: 'x' }, ports: [{ port: 80 }] },
+      }),
       // Our label and app label, owned by a Deployment: not ours.
       seed({
         apiVersion: 'v1',
@@ -108,7 +130,12 @@ describe('scope: Services the function does not own', () => {
         },
         spec: { selector: { app: 'z' }, ports: [{ port: 7079 }] },
       }),
-      seed({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'kubernetes-dashboard', namespace: NS }, spec: { selector: { app: 'k' }, ports: [{ port: 443 }] } }),
+      seed({
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: 'kubernetes-dashboard', namespace: NS },
+        spec: { selector: { app: 'k' }, ports: [{ port: 443 }] },
+      }),
     ].map((s) => ({ namespace: s.metadata.namespace, name: s.metadata.name }));
     addForeign(h.emulator, foreign);
     const before = foreign.map((f) => JSON.stringify(h.emulator.getObject('services', f.namespace, f.name)));

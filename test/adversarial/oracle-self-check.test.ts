@@ -9,7 +9,6 @@ import { GONE_AT } from '../../testkit/oracle.ts';
 import { sparkAppId } from '../../testkit/spark-pods.ts';
 import { NS, useAudit } from '../support/audited.ts';
 import { invariantProblemsOf, scene, tenantOwner, victimApp } from './support/tenant-scene.ts';
-import { app, check, marked } from './support/steps.ts';
 
 useAudit();
 
@@ -22,8 +21,21 @@ describe('the invariant check', () => {
     const original = s.h.emulator.getObject('services', NS, name)!;
     const harms: Array<[string, object]> = [
       ['marked gone', { metadata: { annotations: { [GONE_AT]: '2030-01-01T00:00:00Z' } } }],
-      ['another owner', { metadata: { ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: other.metadata.name, uid: other.metadata.uid }] } }],
-      ['a second owner', { metadata: { ownerReferences: [...(original['metadata'] as { ownerReferences: object[] }).ownerReferences, { apiVersion: 'v1', kind: 'Pod', name: other.metadata.name, uid: other.metadata.uid }] } }],
+      [
+        'another owner',
+        { metadata: { ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: other.metadata.name, uid: other.metadata.uid }] } },
+      ],
+      [
+        'a second owner',
+        {
+          metadata: {
+            ownerReferences: [
+              ...(original['metadata'] as { ownerReferences: object[] }).ownerReferences,
+              { apiVersion: 'v1', kind: 'Pod', name: other.metadata.name, uid: other.metadata.uid },
+            ],
+          },
+        },
+      ],
       ['re-pointed', { spec: { selector: { 'spark-app-selector': v.appId, 'spark-exec-id': '2' } } }],
       ['selects more', { spec: { selector: { 'spark-app-selector': v.appId, 'spark-exec-id': '1', extra: 'x' } } }],
       ['another port', { spec: { ports: [{ name: 'spark-block-manager', port: 7080, targetPort: 7080 }] } }],

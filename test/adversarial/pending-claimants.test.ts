@@ -20,7 +20,16 @@ useAudit();
 const PORT = 7079;
 
 function pendingCopy(h: Harness, appId: string, execId: number, owner: { name: string; uid: string }, name: string): PodBody {
-  const body = executorPod({ namespace: NS, appId, execId: String(execId), name, driver: owner, blockManagerPort: PORT, optIn: true, phase: 'Pending' });
+  const body = executorPod({
+    namespace: NS,
+    appId,
+    execId: String(execId),
+    name,
+    driver: owner,
+    blockManagerPort: PORT,
+    optIn: true,
+    phase: 'Pending',
+  });
   delete (body.status as { podIP?: string }).podIP;
   return h.createPod(body);
 }
@@ -46,7 +55,8 @@ describe('issue 17 class 2: Pending claimants neither get a Service nor block on
       expect(reply.status, reply.text).toBe(200);
       expect(reply.text, 'no conflict between the real executor and Pending copies').not.toMatch(/running pods claim this executor/);
     }
-    for (let id = 1; id <= 3; id++) expect(serviceIn(h.emulator, svcName(appId, id)), `Service of executor ${id} after its add`).toBeDefined();
+    for (let id = 1; id <= 3; id++)
+      expect(serviceIn(h.emulator, svcName(appId, id)), `Service of executor ${id} after its add`).toBeDefined();
     const swept = await ok(sweepEvent(h.url, 'sweep-claims'), 'sweep');
     expect(swept.text).not.toMatch(/running pods claim this executor/);
     check(h.emulator, genuine, 'adds and a sweep with Pending copies in every slot');
@@ -68,7 +78,9 @@ describe('issue 17 class 2: Pending claimants neither get a Service nor block on
     expect(serviceIn(h.emulator, svcName(appId, 1)), 'no Service for a Pending pod').toBeUndefined();
     await ok(sweepEvent(h.url, 'sweep-pending'), 'sweep');
     expect(serviceIn(h.emulator, svcName(appId, 1)), 'the sweep makes none either').toBeUndefined();
-    const running = h.emulator.patchObject('pods', NS, pending.metadata.name, { status: { phase: 'Running', podIP: '10.244.3.9' } }) as unknown as PodBody;
+    const running = h.emulator.patchObject('pods', NS, pending.metadata.name, {
+      status: { phase: 'Running', podIP: '10.244.3.9' },
+    }) as unknown as PodBody;
     await ok(h.send('update', running), 'update: it runs');
     expect(serviceIn(h.emulator, svcName(appId, 1)), 'its Service once it runs').toBeDefined();
     check(h.emulator, new Set([pending.metadata.name]), 'Pending, then running');

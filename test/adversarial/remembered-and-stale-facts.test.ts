@@ -7,12 +7,24 @@
  * marked gone while its executor runs, which every path must unmark.
  */
 import { describe, expect, it } from 'vitest';
-import { terminal } from '../../testkit/oracle.ts';
 import { type PodBody, executorPod, sparkAppId } from '../../testkit/spark-pods.ts';
 import { NS, audited, sleep, useAudit } from '../support/audited.ts';
 import { SERVICE_WRITES, claiming, current, ref, scene, tenantCopy, tenantOwner, victimApp } from './support/tenant-scene.ts';
 import { raceScene, raceSlotRead } from './support/race-scene.ts';
-import { PORT, app, check, currentIn, fail, markBehindBack, marked, ok, serviceIn, serviceWritesIn, svcName, sweepTo } from './support/steps.ts';
+import {
+  PORT,
+  app,
+  check,
+  currentIn,
+  fail,
+  markBehindBack,
+  marked,
+  ok,
+  serviceIn,
+  serviceWritesIn,
+  svcName,
+  sweepTo,
+} from './support/steps.ts';
 
 useAudit();
 
@@ -27,7 +39,11 @@ describe('poisoning what the function remembers', () => {
       tenantCopy(s, v, { execId: '3', name: 'poison-3b', owner: { name: 'nobody-driver', uid: v.driver.metadata.uid! } }),
       // The victim driver's name with the tenant's UID, and with a made-up one.
       tenantCopy(s, v, { execId: '4', name: 'poison-4a', owner: { name: v.driver.metadata.name, uid: other.metadata.uid! } }),
-      tenantCopy(s, v, { execId: '4', name: 'poison-4b', owner: { name: v.driver.metadata.name, uid: 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee' } }),
+      tenantCopy(s, v, {
+        execId: '4',
+        name: 'poison-4b',
+        owner: { name: v.driver.metadata.name, uid: 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee' },
+      }),
     ];
     // Every one has only a dangling reference: collected at once; the events still come.
     for (const p of poisons) expect(s.h.emulator.getObject('pods', NS, p.metadata.name)).toBeUndefined();
@@ -40,15 +56,34 @@ describe('poisoning what the function remembers', () => {
     }
     // An "executor" that is the victim driver itself (its name and UID), ended: must not be remembered as the driver.
     const driverJson = current(s.h, v.driver.metadata.name);
-    const asExecutor = executorPod({ namespace: NS, appId: v.appId, execId: '5', name: driverJson.metadata.name, driver: ref(v.driver), optIn: true });
+    const asExecutor = executorPod({
+      namespace: NS,
+      appId: v.appId,
+      execId: '5',
+      name: driverJson.metadata.name,
+      driver: ref(v.driver),
+      optIn: true,
+    });
     const impostor = { ...asExecutor, metadata: { ...asExecutor.metadata, uid: driverJson.metadata.uid } } as PodBody;
     await s.forged('add', impostor);
     await s.forged('update', claiming(impostor, { phase: 'Failed' }));
     await s.forged('delete', impostor);
     // And the victim's own executor JSON re-owned to someone else.
     const e1 = current(s.h, v.execs.get('1')!.metadata.name);
-    await s.forged('update', { ...e1, metadata: { ...e1.metadata, ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: other.metadata.name, uid: v.driver.metadata.uid!, controller: true }] } });
-    await s.forged('update', { ...e1, metadata: { ...e1.metadata, ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: v.driver.metadata.name, uid: other.metadata.uid!, controller: true }] } });
+    await s.forged('update', {
+      ...e1,
+      metadata: {
+        ...e1.metadata,
+        ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: other.metadata.name, uid: v.driver.metadata.uid!, controller: true }],
+      },
+    });
+    await s.forged('update', {
+      ...e1,
+      metadata: {
+        ...e1.metadata,
+        ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: v.driver.metadata.name, uid: other.metadata.uid!, controller: true }],
+      },
+    });
 
     // Later executors of the victim, in exactly the slots and names the poison touched.
     await v.addExecutor('3');
@@ -66,7 +101,13 @@ describe('poisoning what the function remembers', () => {
     const e1 = current(s.h, v.execs.get('1')!.metadata.name);
     const before = s.h.emulator.requests.length;
     const cases: PodBody[] = [
-      { ...e1, metadata: { ...e1.metadata, ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: v.driver.metadata.name, uid: long, controller: true }] } },
+      {
+        ...e1,
+        metadata: {
+          ...e1.metadata,
+          ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: v.driver.metadata.name, uid: long, controller: true }],
+        },
+      },
       { ...e1, metadata: { ...e1.metadata, uid: long } },
     ];
     for (const pod of cases) {
@@ -78,7 +119,13 @@ describe('poisoning what the function remembers', () => {
     }
     expect(s.h.emulator.requests.slice(before), 'API calls for refused events').toEqual([]);
     // Exactly 128 is still accepted (and, the executor running, changes nothing).
-    const edge = await s.h.send('update', { ...e1, metadata: { ...e1.metadata, ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: v.driver.metadata.name, uid: 'u'.repeat(128), controller: true }] } });
+    const edge = await s.h.send('update', {
+      ...e1,
+      metadata: {
+        ...e1.metadata,
+        ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: v.driver.metadata.name, uid: 'u'.repeat(128), controller: true }],
+      },
+    });
     expect(edge.status).toBe(200);
     expect(s.h.emulator.requests.slice(before).filter((r) => SERVICE_WRITES.has(r.verb))).toEqual([]);
     s.check('128-character UID');
@@ -129,7 +176,13 @@ describe('a live executor’s Service marked gone: a slot’s pods listed before
     s.check('old run gone, new driver started');
     // A holds the stale Service in its cache: the mark patch gets 404, the Service is read again (held), and that read
     // returns the new run's Service, created by B meanwhile; the slot's pods were listed before it existed.
-    const { reply, exec } = await raceSlotRead(s, b, { appId, execId: '1', driver: newDriver, name: 'nightly-etl-b-exec-1', trigger: () => s.h.send('delete', oldExec) });
+    const { reply, exec } = await raceSlotRead(s, b, {
+      appId,
+      execId: '1',
+      driver: newDriver,
+      name: 'nightly-etl-b-exec-1',
+      trigger: () => s.h.send('delete', oldExec),
+    });
     // The new executor's own updates (to both instances) answer from remembered facts (they agree with what the function last read).
     for (const to of [s.h, b]) await s.event('update', current(s.h, exec.metadata.name), to);
     s.check(`late delete of the old run's executor → ${reply.data?.action}; then updates of the new executor on A and B`);
@@ -167,7 +220,8 @@ describe('teardown peers cannot harm a live executor', () => {
     for (let id = 1; id <= 8; id++) expect(serviceIn(h.emulator, svcName(appId, id))).toBeDefined();
     // The old run ends by its driver's deletion (GC takes executors and Services); A hears nothing.
     h.emulator.deleteObject('pods', NS, old.driver.metadata.name);
-    for (const p of oldExecs) if (h.emulator.getObject('pods', NS, p.metadata.name) !== undefined) h.emulator.deleteObject('pods', NS, p.metadata.name);
+    for (const p of oldExecs)
+      if (h.emulator.getObject('pods', NS, p.metadata.name) !== undefined) h.emulator.deleteObject('pods', NS, p.metadata.name);
     // The new run: same app id, same executor pod names (fixed podNamePrefix), new UIDs.
     const neu = app(h, appId, { driverName: 'nightly-etl-driver-b', driverUid: '00000000-0000-4000-8000-0000000000b2' });
     const e1 = neu.exec(1);
@@ -176,7 +230,9 @@ describe('teardown peers cannot harm a live executor', () => {
     for (const p of newExecs.slice(1)) await ok(b.send('add', p), `B: add ${p.metadata.name}`);
     const genuine = new Set(newExecs.slice(1).map((p) => p.metadata.name));
     check(h.emulator, genuine, 'new run started; A still remembers the old run’s Services 2..8');
-    const before = new Map(Array.from({ length: 7 }, (_, k) => [k + 2, serviceIn(h.emulator, svcName(appId, k + 2))!.metadata.resourceVersion]));
+    const before = new Map(
+      Array.from({ length: 7 }, (_, k) => [k + 2, serviceIn(h.emulator, svcName(appId, k + 2))!.metadata.resourceVersion]),
+    );
     h.emulator.resetRequests();
     // New exec 1 ends: A's look widens to the peers it remembers — the old run's, all stale.
     await ok(h.send('update', fail(h.emulator, e1)), 'A: new exec 1 failed');
@@ -185,7 +241,8 @@ describe('teardown peers cannot harm a live executor', () => {
     const podList = h.emulator.requests.find((r) => r.verb === 'list' && r.resource === 'pods');
     expect(new URLSearchParams(podList!.query).get('labelSelector') ?? '').toMatch(/spark-exec-id in \([^)]*\b8\b/);
     expect(marked(h.emulator, svcName(appId, 1))).toBe(true);
-    for (let id = 2; id <= 8; id++) expect(serviceIn(h.emulator, svcName(appId, id))!.metadata.resourceVersion, `Service ${id} untouched`).toBe(before.get(id));
+    for (let id = 2; id <= 8; id++)
+      expect(serviceIn(h.emulator, svcName(appId, id))!.metadata.resourceVersion, `Service ${id} untouched`).toBe(before.get(id));
     // Every write that reached a peer was refused on its precondition.
     const landed = serviceWritesIn(h.emulator.requests).filter((r) => r.name !== svcName(appId, 1) && r.status < 300);
     expect(landed).toEqual([]);
@@ -211,7 +268,9 @@ describe('teardown peers cannot harm a live executor', () => {
     const h = await audited();
     const a = app(h, sparkAppId(3104));
     const execs = Array.from({ length: 6 }, (_, k) => a.exec(k + 1));
-    const held = execs.map((p) => h.emulator.patchObject('pods', NS, p.metadata.name, { metadata: { finalizers: ['test/hold'] } }) as unknown as PodBody);
+    const held = execs.map(
+      (p) => h.emulator.patchObject('pods', NS, p.metadata.name, { metadata: { finalizers: ['test/hold'] } }) as unknown as PodBody,
+    );
     await ok(h.send('add', held[0]!), 'first add');
     const genuine = new Set(execs.map((p) => p.metadata.name));
     h.emulator.deleteObject('pods', NS, execs[2]!.metadata.name); // exec 3: graceful deletion, still running
@@ -256,7 +315,10 @@ describe('an ended event must read its slot afresh', () => {
     const failed = fail(h.emulator, e5);
     const reply = await ok(h.send('update', failed), 'exec 5 failed');
     await ok(adding, 'add exec 1');
-    expect(marked(h.emulator, svcName(a.appId, 5)), `Service of the failed exec 5 marked (event answered ${reply.data?.action}: ${JSON.stringify(reply.data?.outcomes)})`).toBe(true);
+    expect(
+      marked(h.emulator, svcName(a.appId, 5)),
+      `Service of the failed exec 5 marked (event answered ${reply.data?.action}: ${JSON.stringify(reply.data?.outcomes)})`,
+    ).toBe(true);
   });
 });
 
@@ -294,7 +356,8 @@ describe('remembered Services read again between rounds', () => {
     for (let id = 1; id <= 3; id++) expect(serviceIn(h.emulator, svcName(appId, id))).toBeDefined();
     // The old run ends by its driver's deletion (GC); A hears nothing of it.
     h.emulator.deleteObject('pods', NS, old.driver.metadata.name);
-    for (const p of oldExecs) if (h.emulator.getObject('pods', NS, p.metadata.name) !== undefined) h.emulator.deleteObject('pods', NS, p.metadata.name);
+    for (const p of oldExecs)
+      if (h.emulator.getObject('pods', NS, p.metadata.name) !== undefined) h.emulator.deleteObject('pods', NS, p.metadata.name);
     const neu = app(h, appId, { driverName: 'nightly-etl-driver-b', driverUid: '00000000-0000-4000-8000-0000000000b2' });
     const y1 = neu.exec(1);
     const y3 = neu.exec(3);
@@ -305,10 +368,20 @@ describe('remembered Services read again between rounds', () => {
     const genuine = new Set([y1.metadata.name, y3.metadata.name]);
     check(h.emulator, genuine, 'new run: executors 1 and 3');
     h.emulator.resetRequests();
-    h.emulator.faults.add({ verb: 'get', resource: 'pods', path: '/pods/nightly-etl-driver-a', times: 1, fault: { kind: 'delay', ms: 800 } });
+    h.emulator.faults.add({
+      verb: 'get',
+      resource: 'pods',
+      path: '/pods/nightly-etl-driver-a',
+      times: 1,
+      fault: { kind: 'delay', ms: 800 },
+    });
     const late = h.send('delete', oldExecs[1]!);
     const until = Date.now() + 2000;
-    while (h.emulator.requests.filter((r) => r.verb === 'get' && r.resource === 'pods' && r.name === 'nightly-etl-driver-a').length < 1 && Date.now() < until) await sleep(2);
+    while (
+      h.emulator.requests.filter((r) => r.verb === 'get' && r.resource === 'pods' && r.name === 'nightly-etl-driver-a').length < 1 &&
+      Date.now() < until
+    )
+      await sleep(2);
     // Meanwhile the new run's executor 2 starts and B makes its Service.
     const y2 = neu.exec(2);
     genuine.add(y2.metadata.name);
@@ -318,7 +391,11 @@ describe('remembered Services read again between rounds', () => {
     await ok(h.send('delete', currentIn(h.emulator, neu.driver.metadata.name)), 'forged driver deleted');
     check(h.emulator, genuine, 'after the forged driver event');
     const reply = await ok(late, 'late delete of the old exec 2');
-    if (process.env['REVIEW_DEBUG'] !== undefined) console.log(h.emulator.requests.map((r) => `${r.verb} ${r.resource} ${r.name ?? ''} ${decodeURIComponent(r.query)} ${r.status}`).join('\n'), JSON.stringify(reply.data));
+    if (process.env['REVIEW_DEBUG'] !== undefined)
+      console.log(
+        h.emulator.requests.map((r) => `${r.verb} ${r.resource} ${r.name ?? ''} ${decodeURIComponent(r.query)} ${r.status}`).join('\n'),
+        JSON.stringify(reply.data),
+      );
     check(h.emulator, genuine, `late delete of the old exec 2 → ${JSON.stringify(reply.data?.outcomes)}`);
   });
 });

@@ -12,7 +12,6 @@ import { describe, expect, it } from 'vitest';
 import { type PodBody, driverPod, executorPod } from '../../testkit/spark-pods.ts';
 import { NS, audited, useAudit } from '../support/audited.ts';
 import { type Scene, type Victim, claiming, current, ref, scene, victimApp } from './support/tenant-scene.ts';
-import { app, marked } from './support/steps.ts';
 
 useAudit();
 
@@ -65,7 +64,9 @@ describe('a driver replaced by a new run with the same app id (same or another d
     const oldExec = current(s.h, 'nightly-etl-exec-1');
     const oldDriver = current(s.h, 'nightly-etl-driver');
     s.genuine.delete(oldExec.metadata.name);
-    s.change('old driver deleted: GC takes its executor and Service (their events are still in flight)', () => s.h.emulator.deleteObject('pods', NS, 'nightly-etl-driver'));
+    s.change('old driver deleted: GC takes its executor and Service (their events are still in flight)', () =>
+      s.h.emulator.deleteObject('pods', NS, 'nightly-etl-driver'),
+    );
     expect(s.h.services(NS)).toEqual([]);
     expect(oldRun.driver.metadata.uid).toBe(U1);
     // Fails here: answered "verified" with no API call, and no Service exists.
@@ -81,7 +82,9 @@ describe('a driver replaced by a new run with the same app id (same or another d
     const oldExec = current(s.h, 'nightly-etl-exec-1');
     s.genuine.delete(oldExec.metadata.name);
     s.change('old executor deleted (event lost)', () => s.h.emulator.deleteObject('pods', NS, oldExec.metadata.name));
-    s.change('old driver Succeeded (event lost)', () => s.h.emulator.patchObject('pods', NS, oldRun.driver.metadata.name, { status: { phase: 'Succeeded' } }));
+    s.change('old driver Succeeded (event lost)', () =>
+      s.h.emulator.patchObject('pods', NS, oldRun.driver.metadata.name, { status: { phase: 'Succeeded' } }),
+    );
     return { oldExec, oldDriver: current(s.h, oldRun.driver.metadata.name) };
   }
 
@@ -104,7 +107,9 @@ describe('a driver replaced by a new run with the same app id (same or another d
     const cold = await audited({}, { emulator: s.h.emulator });
     const body = driverPod({ namespace: NS, appId: 'nightly-etl', name: 'nightly-etl-b-driver' });
     const driver = s.h.createPod({ ...body, metadata: { ...body.metadata, uid: U2 } });
-    const exec = s.h.createPod(executorPod({ namespace: NS, appId: 'nightly-etl', execId: '1', name: 'nightly-etl-b-exec-1', driver: ref(driver) }));
+    const exec = s.h.createPod(
+      executorPod({ namespace: NS, appId: 'nightly-etl', execId: '1', name: 'nightly-etl-b-exec-1', driver: ref(driver) }),
+    );
     s.genuine.add(exec.metadata.name);
     // Fails here: answered "deleted" (the stray), and no Service is created for the new executor.
     const reply = await s.event('add', exec, cold);
@@ -132,12 +137,30 @@ describe('found by the model: a new run reusing a custom app id', () => {
       try {
         const slot = executorServiceName('nightly-etl', '1');
         const d1 = h.createPod(driverPod({ namespace: NS, appId: 'nightly-etl', name: 'nightly-etl-driver' }));
-        const e1 = h.createPod(executorPod({ namespace: NS, appId: 'nightly-etl', execId: '1', name: 'nightly-etl-r1-exec-1', driver: { name: d1.metadata.name, uid: d1.metadata.uid! } }));
+        const e1 = h.createPod(
+          executorPod({
+            namespace: NS,
+            appId: 'nightly-etl',
+            execId: '1',
+            name: 'nightly-etl-r1-exec-1',
+            driver: { name: d1.metadata.name, uid: d1.metadata.uid! },
+          }),
+        );
         expect((await h.send('add', e1)).type).toBe('spark-exec-svc.service.created');
         h.emulator.deleteObject('pods', NS, d1.metadata.name); // GC takes e1 and its Service; these events are lost
         expect(h.emulator.getObject('services', NS, slot)).toBeUndefined();
-        const d2 = h.createPod(driverPod({ namespace: NS, appId: 'nightly-etl', name: sameDriverName ? 'nightly-etl-driver' : 'nightly-etl-driver-2' }));
-        const e2 = h.createPod(executorPod({ namespace: NS, appId: 'nightly-etl', execId: '1', name: 'nightly-etl-r2-exec-1', driver: { name: d2.metadata.name, uid: d2.metadata.uid! } }));
+        const d2 = h.createPod(
+          driverPod({ namespace: NS, appId: 'nightly-etl', name: sameDriverName ? 'nightly-etl-driver' : 'nightly-etl-driver-2' }),
+        );
+        const e2 = h.createPod(
+          executorPod({
+            namespace: NS,
+            appId: 'nightly-etl',
+            execId: '1',
+            name: 'nightly-etl-r2-exec-1',
+            driver: { name: d2.metadata.name, uid: d2.metadata.uid! },
+          }),
+        );
         const reply = await h.send('add', e2);
         expect(reply.type, JSON.stringify(reply.data)).toBe('spark-exec-svc.service.created');
         const svc = h.emulator.getObject('services', NS, slot) as unknown as Obj | undefined;

@@ -39,11 +39,20 @@ afterEach(async () => {
 });
 
 function mint(serviceAccount: string, opts: { audiences?: string[]; expiresInSeconds?: number; namespace?: string } = {}): string {
-  return h!.emulator.tokens.mint({ namespace: opts.namespace ?? NS, serviceAccount, audiences: opts.audiences ?? [AUDIENCE], ...(opts.expiresInSeconds === undefined ? {} : { expiresInSeconds: opts.expiresInSeconds }) });
+  return h!.emulator.tokens.mint({
+    namespace: opts.namespace ?? NS,
+    serviceAccount,
+    audiences: opts.audiences ?? [AUDIENCE],
+    ...(opts.expiresInSeconds === undefined ? {} : { expiresInSeconds: opts.expiresInSeconds }),
+  });
 }
 
 /** A pod event as the ApiServerSource adapter sends it, with the given Authorization header. */
-async function sendPod(verb: 'add' | 'update', pod: PodBody, authorization?: string): Promise<{ status: number; text: string; type: string | null }> {
+async function sendPod(
+  verb: 'add' | 'update',
+  pod: PodBody,
+  authorization?: string,
+): Promise<{ status: number; text: string; type: string | null }> {
   const headers: Record<string, string> = {
     'ce-id': `${verb}-${pod.metadata.name}-${Math.random()}`,
     'ce-source': 'https://10.96.0.1:443',
@@ -60,7 +69,13 @@ async function sendPod(verb: 'add' | 'update', pod: PodBody, authorization?: str
 async function sendSweep(authorization: string): Promise<number> {
   const response = await fetch(h!.url, {
     method: 'POST',
-    headers: { 'ce-id': `ping-${Math.random()}`, 'ce-source': '/apis/v1/namespaces/spark/pingsources/spark-exec-svc-sweep', 'ce-specversion': '1.0', 'ce-type': 'dev.knative.sources.ping', authorization },
+    headers: {
+      'ce-id': `ping-${Math.random()}`,
+      'ce-source': '/apis/v1/namespaces/spark/pingsources/spark-exec-svc-sweep',
+      'ce-specversion': '1.0',
+      'ce-type': 'dev.knative.sources.ping',
+      authorization,
+    },
     body: '{"action":"sweep"}',
   });
   await response.text();
@@ -74,12 +89,20 @@ const tokenReviews = () => h!.emulator.countRequests({ verb: 'create', resource:
 function sparkApp(seed: number): { exec: PodBody } {
   const appId = sparkAppId(seed);
   const driver = h!.createPod(driverPod({ namespace: NS, appId }));
-  const exec = h!.createPod(executorPod({ namespace: NS, appId, execId: '1', driver: { name: driver.metadata.name, uid: driver.metadata.uid! }, blockManagerPort: 7079 }));
+  const exec = h!.createPod(
+    executorPod({
+      namespace: NS,
+      appId,
+      execId: '1',
+      driver: { name: driver.metadata.name, uid: driver.metadata.uid! },
+      blockManagerPort: 7079,
+    }),
+  );
   return { exec };
 }
 
 describe('SENDER_AUTH=tokenreview', () => {
-  it('the ApiServerSource\'s and the PingSource\'s tokens are accepted; one review serves the same token for the cache time', async () => {
+  it("the ApiServerSource's and the PingSource's tokens are accepted; one review serves the same token for the cache time", async () => {
     h = await startHarness({ ...AUTH_ENV, SWEEP_MIN_INTERVAL_MS: '0' });
     const { exec } = sparkApp(1);
     const adapter = `Bearer ${mint(APISERVER_SOURCE_SA)}`;
@@ -93,7 +116,7 @@ describe('SENDER_AUTH=tokenreview', () => {
     expect(tokenReviews()).toBe(2);
   });
 
-  it('no token, a token for another audience, an expired one, a tenant\'s: 401/403 before the body is read, and no API request at all', async () => {
+  it("no token, a token for another audience, an expired one, a tenant's: 401/403 before the body is read, and no API request at all", async () => {
     h = await startHarness(AUTH_ENV);
     const { exec } = sparkApp(2);
     h.emulator.resetRequests();
@@ -120,7 +143,11 @@ describe('SENDER_AUTH=tokenreview', () => {
     const answer = await new Promise<{ text: string; ms: number }>((resolve) => {
       const started = performance.now();
       let text = '';
-      const socket = connect(port, '127.0.0.1', () => socket.write(`POST / HTTP/1.1\r\nhost: x\r\ncontent-type: application/cloudevents+json\r\ncontent-length: 1048576\r\n\r\n{"deep":[[[`));
+      const socket = connect(port, '127.0.0.1', () =>
+        socket.write(
+          `POST / HTTP/1.1\r\nhost: x\r\ncontent-type: application/cloudevents+json\r\ncontent-length: 1048576\r\n\r\n{"deep":[[[`,
+        ),
+      );
       socket.on('data', (d: Buffer) => (text += d.toString()));
       socket.on('error', () => undefined);
       socket.on('close', () => resolve({ text, ms: performance.now() - started }));
@@ -143,7 +170,7 @@ describe('SENDER_AUTH=tokenreview', () => {
     expect(h.services(NS)).toHaveLength(0);
   });
 
-  it('a deleted ServiceAccount\'s token stops working once the cached review is older than SENDER_AUTH_CACHE_SECONDS', async () => {
+  it("a deleted ServiceAccount's token stops working once the cached review is older than SENDER_AUTH_CACHE_SECONDS", async () => {
     h = await startHarness({ ...AUTH_ENV, SENDER_AUTH_CACHE_SECONDS: '1' });
     const { exec } = sparkApp(4);
     const token = `Bearer ${mint(APISERVER_SOURCE_SA)}`;
@@ -192,7 +219,11 @@ describe('configuration', () => {
     expect(load({ ...AUTH_ENV, SENDER_AUTH_USERS: 'spark/some-sa' })).toThrow(ConfigError);
     expect(load({ SENDER_AUTH: 'oidc' })).toThrow(/SENDER_AUTH/);
     expect(loadConfig({ WATCH_NAMESPACES: NS }, () => undefined).senderAuth).toBeUndefined();
-    expect(loadConfig({ WATCH_NAMESPACES: NS, ...AUTH_ENV }, () => undefined).senderAuth).toEqual({ audience: AUDIENCE, users: [user(APISERVER_SOURCE_SA), user(PING_SOURCE_SA)], cacheMs: 30_000 });
+    expect(loadConfig({ WATCH_NAMESPACES: NS, ...AUTH_ENV }, () => undefined).senderAuth).toEqual({
+      audience: AUDIENCE,
+      users: [user(APISERVER_SOURCE_SA), user(PING_SOURCE_SA)],
+      cacheMs: 30_000,
+    });
   });
 
   it('the real entry point warns at start-up while sender authentication is off', async () => {
@@ -201,14 +232,21 @@ describe('configuration', () => {
     const kubeconfig = join(dir, 'kubeconfig');
     emulator.writeKubeconfig(kubeconfig);
     const entry = fileURLToPath(new URL('../../functions/executor-service/main.ts', import.meta.url));
-    const child = spawn(process.execPath, [entry], { env: { ...process.env, KUBECONFIG: kubeconfig, WATCH_NAMESPACES: NS, PORT: String(await freePort()) }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [entry], {
+      env: { ...process.env, KUBECONFIG: kubeconfig, WATCH_NAMESPACES: NS, PORT: String(await freePort()) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     try {
       const line = await new Promise<Record<string, unknown>>((resolve, reject) => {
         let out = '';
         const timer = setTimeout(() => reject(new Error(`no warning within 60 s; output: ${out}`)), 60_000);
         child.stdout!.on('data', (d: Buffer) => {
           out += d.toString();
-          const found = out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => /sender authentication is off/.test(String(l['msg'])));
+          const found = out
+            .split('\n')
+            .filter((l) => l.startsWith('{'))
+            .map((l) => JSON.parse(l) as Record<string, unknown>)
+            .find((l) => /sender authentication is off/.test(String(l['msg'])));
           if (found !== undefined) {
             clearTimeout(timer);
             resolve(found);

@@ -18,7 +18,9 @@ describe('bounds: MAX_SERVICES_PER_NAMESPACE', () => {
     const s = await scene({ MAX_SERVICES_PER_NAMESPACE: '3' });
     const v = await victimApp(s, { appId: sparkAppId(901), driverName: 'victim-driver', execIds: ['1', '2', '3'] });
     for (const id of ['4', '5']) {
-      const pod = s.h.createPod(executorPod({ namespace: NS, appId: v.appId, execId: id, name: `victim-driver-exec-${id}`, driver: ref(v.driver) }));
+      const pod = s.h.createPod(
+        executorPod({ namespace: NS, appId: v.appId, execId: id, name: `victim-driver-exec-${id}`, driver: ref(v.driver) }),
+      );
       s.genuine.add(pod.metadata.name);
       const reply = await s.noWrite(`add of executor ${id} over the cap`, () => s.event('add', pod));
       expect(reply.data?.action).toBe('skipped');
@@ -51,7 +53,6 @@ describe('MAX_SERVICES_PER_NAMESPACE counted from stale numbers', () => {
     const reply = await s.event('add', exec);
     s.check(`add of a new executor with 0 Services in the namespace → ${reply.data?.action}: ${reply.data?.reason}`);
   });
-
 });
 
 describe('MAX_SERVICES_PER_NAMESPACE with the batch window', () => {
@@ -129,7 +130,11 @@ describe('create reservations in the process count (MAX_SERVICES_PER_NAMESPACE)'
 
   it('reservations do not leak: creates that hang past the deadline, then creates refused 403 — afterwards the namespace still fills exactly to the cap', async () => {
     const h = await audited({ MAX_SERVICES_PER_NAMESPACE: '8' });
-    const fn = await instanceWithCaches(h.emulator, { MAX_SERVICES_PER_NAMESPACE: '8', EVENT_DEADLINE_MS: '600', REQUEST_TIMEOUT_MS: '300' });
+    const fn = await instanceWithCaches(h.emulator, {
+      MAX_SERVICES_PER_NAMESPACE: '8',
+      EVENT_DEADLINE_MS: '600',
+      REQUEST_TIMEOUT_MS: '300',
+    });
     try {
       const a = app(h, sparkAppId(4111));
       const ea = Array.from({ length: 8 }, (_, k) => a.exec(k + 1));
@@ -138,7 +143,12 @@ describe('create reservations in the process count (MAX_SERVICES_PER_NAMESPACE)'
       h.emulator.faults.clear();
       await sleep(400); // abandoned attempts end at REQUEST_TIMEOUT_MS
       expect(fn.caches.facts.createsUnderWay(NS), 'no creates left reserved after a 503').toBe(0);
-      h.emulator.faults.add({ verb: 'create', resource: 'services', times: 2, fault: { kind: 'status', code: 403, message: 'exceeded quota: count/services' } });
+      h.emulator.faults.add({
+        verb: 'create',
+        resource: 'services',
+        times: 2,
+        fault: { kind: 'status', code: 403, message: 'exceeded quota: count/services' },
+      });
       expect((await sendTo(fn.url, 'add', ea[1]!)).status).toBe(500);
       await sleep(100);
       expect(fn.caches.facts.createsUnderWay(NS), 'no creates left reserved after a 500').toBe(0);
@@ -163,7 +173,8 @@ describe('create reservations in the process count (MAX_SERVICES_PER_NAMESPACE)'
     await ok(h.send('add', ea[0]!), 'A: first add (6 Services, at the cap)');
     expect(ours(h.emulator)).toBe(6);
     h.emulator.deleteObject('pods', NS, a.driver.metadata.name);
-    for (const p of ea) if (h.emulator.getObject('pods', NS, p.metadata.name) !== undefined) h.emulator.deleteObject('pods', NS, p.metadata.name);
+    for (const p of ea)
+      if (h.emulator.getObject('pods', NS, p.metadata.name) !== undefined) h.emulator.deleteObject('pods', NS, p.metadata.name);
     expect(ours(h.emulator), 'GC took them').toBe(0);
     const b = app(h, sparkAppId(4122));
     const eb = Array.from({ length: 6 }, (_, k) => b.exec(k + 1));

@@ -11,7 +11,6 @@ import { driverPod, executorPod, sparkAppId } from '../../testkit/spark-pods.ts'
 import { NS, audited, sleep, useAudit } from '../support/audited.ts';
 import { type Scene, current, ref, scene, serviceWrites, victimApp } from './support/tenant-scene.ts';
 import { raceScene, serviceOf } from './support/race-scene.ts';
-import { app, marked } from './support/steps.ts';
 
 useAudit();
 
@@ -46,7 +45,13 @@ describe('sweeps racing with changes', () => {
     s.h.emulator.deleteObject('pods', NS, a2.metadata.name);
     s.genuine.delete(a2.metadata.name);
     const second = sleep(40).then(() => postSweep(s.h.url, 'race-sweep-2'));
-    const replies = await Promise.all([sweeping, second, ...bExecs.map((p) => s.h.send('add', p)), s.h.send('add', a3), s.h.send('delete', a2)]);
+    const replies = await Promise.all([
+      sweeping,
+      second,
+      ...bExecs.map((p) => s.h.send('add', p)),
+      s.h.send('add', a3),
+      s.h.send('delete', a2),
+    ]);
     for (const r of replies) expect(r.status, r.text).toBe(200);
     expect(deletesOfLiveServices(s)).toEqual([]);
     s.h.emulator.faults.clear();
@@ -72,7 +77,9 @@ describe('sweeps racing with changes', () => {
     }
     s.h.emulator.patchObject('pods', NS, c.driver.metadata.name, { status: { phase: 'Succeeded' } });
     const dDriver = s.h.createPod(driverPod({ namespace: NS, appId: sparkAppId(713), name: 'd-driver' }));
-    const dExecs = ['1', '2'].map((id) => s.h.createPod(executorPod({ namespace: NS, appId: sparkAppId(713), execId: id, name: `d-driver-exec-${id}`, driver: ref(dDriver) })));
+    const dExecs = ['1', '2'].map((id) =>
+      s.h.createPod(executorPod({ namespace: NS, appId: sparkAppId(713), execId: id, name: `d-driver-exec-${id}`, driver: ref(dDriver) })),
+    );
     const a4 = s.h.createPod(executorPod({ namespace: NS, appId: a.appId, execId: '4', name: 'a-driver-exec-4', driver: ref(a.driver) }));
     for (const p of [...dExecs, a4]) s.genuine.add(p.metadata.name);
     const events = [
@@ -108,7 +115,10 @@ describe('overlapping sweeps on one instance', () => {
     s.executor(appId, '4', driver); // its add was lost: the sweep is there for this
     // Another app, not opted in: executors that need no Service.
     const other = s.h.createPod(driverPod({ namespace: NS, appId: sparkAppId(1312), name: 'other-driver', optIn: false }));
-    for (const id of ['1', '2']) s.h.createPod(executorPod({ namespace: NS, appId: sparkAppId(1312), execId: id, name: `other-driver-exec-${id}`, driver: ref(other) }));
+    for (const id of ['1', '2'])
+      s.h.createPod(
+        executorPod({ namespace: NS, appId: sparkAppId(1312), execId: id, name: `other-driver-exec-${id}`, driver: ref(other) }),
+      );
     s.h.emulator.faults.add({ verb: 'list', resource: 'services', times: 2, fault: { kind: 'delay', ms: 150 } });
     s.h.emulator.faults.add({ verb: 'get', resource: 'pods', times: 1, fault: { kind: 'delay', ms: 150 } });
     const first = s.sweep();
@@ -120,7 +130,10 @@ describe('overlapping sweeps on one instance', () => {
     const five = s.executor(appId, '5', driver);
     const six = s.executor(appId, '6', driver);
     const adds = [await s.event('add', five), await s.event('add', six)];
-    expect(adds.map((r) => r.data?.action), 'with 4 Services and a cap of 5: one more is created, then the cap').toEqual(['created', 'skipped']);
+    expect(
+      adds.map((r) => r.data?.action),
+      'with 4 Services and a cap of 5: one more is created, then the cap',
+    ).toEqual(['created', 'skipped']);
   });
 });
 
@@ -132,7 +145,10 @@ describe('control for the overlapping sweeps', () => {
     for (const id of ['1', '2', '3']) await s.started(appId, id, driver);
     s.executor(appId, '4', driver);
     const other = s.h.createPod(driverPod({ namespace: NS, appId: sparkAppId(1312), name: 'other-driver', optIn: false }));
-    for (const id of ['1', '2']) s.h.createPod(executorPod({ namespace: NS, appId: sparkAppId(1312), execId: id, name: `other-driver-exec-${id}`, driver: ref(other) }));
+    for (const id of ['1', '2'])
+      s.h.createPod(
+        executorPod({ namespace: NS, appId: sparkAppId(1312), execId: id, name: `other-driver-exec-${id}`, driver: ref(other) }),
+      );
     s.h.emulator.faults.add({ verb: 'list', resource: 'services', times: 2, fault: { kind: 'delay', ms: 150 } });
     s.h.emulator.faults.add({ verb: 'get', resource: 'pods', times: 1, fault: { kind: 'delay', ms: 150 } });
     await s.sweep();

@@ -11,7 +11,19 @@ import { describe, expect, it } from 'vitest';
 import { executorServiceName } from '../../shared/model/naming.ts';
 import { OPT_IN, type PodBody, driverPod, executorPod, nonSparkPod, sparkAppId } from '../../testkit/spark-pods.ts';
 import { NS, audited, useAudit } from '../support/audited.ts';
-import { claiming, current, ref, replayClaims, scene, serviceWrites, tenantCopy, tenantLifecycle, tenantOwner, victimApp, withHold } from './support/tenant-scene.ts';
+import {
+  claiming,
+  current,
+  ref,
+  replayClaims,
+  scene,
+  serviceWrites,
+  tenantCopy,
+  tenantLifecycle,
+  tenantOwner,
+  victimApp,
+  withHold,
+} from './support/tenant-scene.ts';
 import { raceScene, serviceOf } from './support/race-scene.ts';
 import { PORT, app, check, fail, marked, ok, serviceIn, serviceWritesIn, svcName } from './support/steps.ts';
 
@@ -145,7 +157,10 @@ describe('a live executor’s Service with the wrong port: a permanent squat', (
     const driver = s.driver(appId, 'victim-driver');
     await s.started(appId, '1', driver);
     const copySpec = executorPod({ namespace: NS, appId, execId: '2', name: 'tenant-exec-2', driver: ref(driver) });
-    const copy = s.h.createPod({ ...copySpec, metadata: { ...copySpec.metadata, annotations: { 'spark-exec-svc/block-manager-port': '9999' } } } as PodBody);
+    const copy = s.h.createPod({
+      ...copySpec,
+      metadata: { ...copySpec.metadata, annotations: { 'spark-exec-svc/block-manager-port': '9999' } },
+    } as PodBody);
     expect((await s.event('add', copy)).data?.action).toBe('created');
     const real = s.executor(appId, '2', driver);
     expect((await s.event('add', real)).data?.action).toBe('conflict');
@@ -172,7 +187,17 @@ describe('the batch window cannot harm a live executor or make a Service for the
     await ok(b.send('add', e5), 'B: add exec 5');
     const genuine = new Set([e5.metadata.name]);
     const svc5 = serviceIn(h.emulator, svcName(a.appId, 5))!.metadata.resourceVersion;
-    h.createPod(executorPod({ namespace: NS, appId: a.appId, execId: '5', name: 'tenant-copy-5', driver: ref(a.driver), blockManagerPort: 9999, optIn: true }));
+    h.createPod(
+      executorPod({
+        namespace: NS,
+        appId: a.appId,
+        execId: '5',
+        name: 'tenant-copy-5',
+        driver: ref(a.driver),
+        blockManagerPort: 9999,
+        optIn: true,
+      }),
+    );
     const e1 = a.exec(1);
     genuine.add(e1.metadata.name);
     h.emulator.resetRequests();
@@ -187,7 +212,17 @@ describe('the batch window cannot harm a live executor or make a Service for the
     const a = app(h, sparkAppId(3202));
     const stranger = h.createPod(driverPod({ namespace: NS, appId: 'stranger-app', name: 'stranger', optIn: false }));
     // A tenant pod in the victim app's window, owned by a running pod that did not opt in; the pod itself does not opt in.
-    h.createPod(executorPod({ namespace: NS, appId: a.appId, execId: '3', name: 'tenant-3', driver: ref(stranger), blockManagerPort: PORT, optIn: false }));
+    h.createPod(
+      executorPod({
+        namespace: NS,
+        appId: a.appId,
+        execId: '3',
+        name: 'tenant-3',
+        driver: ref(stranger),
+        blockManagerPort: PORT,
+        optIn: false,
+      }),
+    );
     const e1 = a.exec(1);
     await ok(h.send('add', e1), 'add exec 1');
     // The victim's driver opted in, but slot 3's claimant is not its executor: the driver's opt-in does not cover it.
@@ -229,7 +264,12 @@ describe('attacks that held', () => {
     await s.event('update', current(s.h, e1.metadata.name));
     await s.sweep();
     // A create answered 409 AlreadyExists changed nothing.
-    expect(serviceWrites(s.h).slice(before).filter((r) => r.status !== 409).map((r) => `${r.verb} ${r.name}`)).toEqual([]);
+    expect(
+      serviceWrites(s.h)
+        .slice(before)
+        .filter((r) => r.status !== 409)
+        .map((r) => `${r.verb} ${r.name}`),
+    ).toEqual([]);
     s.check('tenant copy with its own owner, then gone');
   });
 });

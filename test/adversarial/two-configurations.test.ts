@@ -23,7 +23,11 @@ describe('issue 17 class 7: one port per executor incarnation', () => {
     await ok(a.send('add', exec), 'add on the instance configured 7079');
     const made = serviceIn(a.emulator, svcName(appId, 1));
     expect(made?.spec?.ports?.[0]?.port).toBe(7079);
-    for (const [h, what] of [[b, 'sweep on 7080'], [a, 'sweep on 7079'], [b, 'second sweep on 7080']] as const) {
+    for (const [h, what] of [
+      [b, 'sweep on 7080'],
+      [a, 'sweep on 7079'],
+      [b, 'second sweep on 7080'],
+    ] as const) {
       await ok(sweepEvent(h.url, `sweep-port-${Math.random().toString(36).slice(2)}`), what);
       expect(serviceIn(a.emulator, svcName(appId, 1))?.spec?.ports?.[0]?.port, `port after the ${what}`).toBe(7079);
     }

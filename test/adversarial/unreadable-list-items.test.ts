@@ -32,7 +32,11 @@ const LONG_UID = 'u'.repeat(200);
 
 function app(h: Harness, appId: string): { appId: string; driver: PodBody; exec: (id: number) => PodBody } {
   const driver = h.createPod(driverPod({ namespace: NS, appId, optIn: true }));
-  return { appId, driver, exec: (id) => h.createPod(executorPod({ namespace: NS, appId, execId: String(id), driver: ref(driver), blockManagerPort: PORT })) };
+  return {
+    appId,
+    driver,
+    exec: (id) => h.createPod(executorPod({ namespace: NS, appId, execId: String(id), driver: ref(driver), blockManagerPort: PORT })),
+  };
 }
 
 /**
@@ -42,7 +46,9 @@ function app(h: Harness, appId: string): { appId: string; driver: PodBody; exec:
  */
 function poison(h: Harness, appId: string, execId: number, name = `poison-${appId.slice(-6)}-${execId}`): PodBody {
   const body = executorPod({ namespace: NS, appId, execId: String(execId), name, blockManagerPort: PORT, optIn: true, phase: 'Pending' });
-  body.metadata.ownerReferences = [{ apiVersion: 'tenant.example.com/v1', kind: 'Widget', name: 'tenant-owner', uid: LONG_UID, controller: true }];
+  body.metadata.ownerReferences = [
+    { apiVersion: 'tenant.example.com/v1', kind: 'Widget', name: 'tenant-owner', uid: LONG_UID, controller: true },
+  ];
   delete (body.status as { podIP?: string }).podIP;
   return h.createPod(body);
 }
@@ -58,7 +64,10 @@ describe('issue 17 class 1: a list never fails on one item', () => {
     poison(h, a.appId, 41);
     const statuses: number[] = [];
     for (const pod of execs) statuses.push((await deliverLikeAdapter(() => h.send('add', pod))).reply.status);
-    expect(statuses.filter((s) => s !== 200), 'adds not answered 200').toEqual([]);
+    expect(
+      statuses.filter((s) => s !== 200),
+      'adds not answered 200',
+    ).toEqual([]);
     const missing = execs.filter((_, k) => serviceIn(h.emulator, svcName(a.appId, k + 1)) === undefined).map((p) => p.metadata.name);
     expect(missing, 'executors without a Service').toEqual([]);
     check(h.emulator, new Set(execs.map((p) => p.metadata.name)), '40 adds with a poisoned pod in the window');
@@ -107,7 +116,9 @@ describe('issue 17 class 1: an item no schema reads is skipped with its reason, 
       req.on('end', () => {
         void (async () => {
           const target = new URL(req.url ?? '/', upstream);
-          const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !['host', 'connection', 'content-length'].includes(k))) as Record<string, string>;
+          const headers = Object.fromEntries(
+            Object.entries(req.headers).filter(([k]) => !['host', 'connection', 'content-length'].includes(k)),
+          ) as Record<string, string>;
           const body = chunks.length > 0 ? Buffer.concat(chunks) : undefined;
           const answer = await fetch(target, { method: req.method, headers, body });
           let text = await answer.text();

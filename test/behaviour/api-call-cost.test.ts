@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { type PodBody, sparkAppId } from '../../testkit/spark-pods.ts';
 import { NS, audited, useAudit } from '../support/audited.ts';
-import { app, check, currentIn, fail, ok, serviceIn, svcName } from '../adversarial/support/steps.ts';
+import { app, currentIn, fail, ok, serviceIn, svcName } from '../adversarial/support/steps.ts';
 
 useAudit();
 
@@ -31,7 +31,8 @@ describe('cost of the new looks', () => {
     for (const p of execs) await ok(h.send('add', p), 'add');
     const last = execs.map((p) => currentIn(h.emulator, p.metadata.name));
     h.emulator.deleteObject('pods', NS, a.driver.metadata.name);
-    for (const p of execs) if (h.emulator.getObject('pods', NS, p.metadata.name) !== undefined) h.emulator.deleteObject('pods', NS, p.metadata.name);
+    for (const p of execs)
+      if (h.emulator.getObject('pods', NS, p.metadata.name) !== undefined) h.emulator.deleteObject('pods', NS, p.metadata.name);
     for (let id = 1; id <= 32; id++) expect(serviceIn(h.emulator, svcName(a.appId, id)), 'GC removed the Services').toBeUndefined();
     h.emulator.resetRequests();
     await ok(h.send('delete', { ...a.driver }), 'driver deleted');

@@ -18,7 +18,14 @@ function app(h: Harness, seed = 1): { driver: PodBody; exec: PodBody } {
   const appId = sparkAppId(seed);
   const driver = h.createPod(driverPod({ namespace: NS, appId, name: `app${seed}-driver` }));
   const exec = h.createPod(
-    executorPod({ namespace: NS, appId, execId: '1', name: `app${seed}-exec-1`, driver: { name: driver.metadata.name, uid: driver.metadata.uid! }, blockManagerPort: 7079 }),
+    executorPod({
+      namespace: NS,
+      appId,
+      execId: '1',
+      name: `app${seed}-exec-1`,
+      driver: { name: driver.metadata.name, uid: driver.metadata.uid! },
+      blockManagerPort: 7079,
+    }),
   );
   return { driver, exec };
 }

@@ -56,7 +56,13 @@ describe('the container artifact (rolldown bundle + code cache)', () => {
       expect(await exited).toBe(0);
       // The code cache was accepted (start.cjs warns otherwise) and nothing was written next to it.
       expect(output).not.toContain('code cache not used');
-      expect(Object.fromEntries(readdirSync(out).filter((f) => f !== 'kubeconfig').map((f) => [f, readFileSync(join(out, f))]))).toEqual(shipped);
+      expect(
+        Object.fromEntries(
+          readdirSync(out)
+            .filter((f) => f !== 'kubeconfig')
+            .map((f) => [f, readFileSync(join(out, f))]),
+        ),
+      ).toEqual(shipped);
     } finally {
       child.kill('SIGKILL');
       chmodSync(out, 0o755);
@@ -72,7 +78,10 @@ describe('the container artifact (rolldown bundle + code cache)', () => {
     writeFileSync(join(out, 'main.cjs.cache'), cache);
     // Never called: the function only needs a kubeconfig to start.
     const kubeconfig = join(out, 'kubeconfig');
-    writeFileSync(kubeconfig, 'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "http://127.0.0.1:9"}}]\nusers: [{name: u, user: {}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n');
+    writeFileSync(
+      kubeconfig,
+      'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "http://127.0.0.1:9"}}]\nusers: [{name: u, user: {}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n',
+    );
     const port = await freePort();
     const child = spawn(process.execPath, [join(out, 'start.cjs')], {
       cwd: out,

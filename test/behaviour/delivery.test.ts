@@ -39,12 +39,22 @@ function app(harness: Harness, seed: number): { driver: PodBody; exec: (id: stri
   const appId = sparkAppId(seed);
   const driver = harness.createPod(driverPod({ namespace: NS, appId, name: `d${seed}-driver` }));
   const exec = (id: string): PodBody =>
-    harness.createPod(executorPod({ namespace: NS, appId, execId: id, name: `d${seed}-exec-${id}`, driver: { name: driver.metadata.name, uid: driver.metadata.uid! } }));
+    harness.createPod(
+      executorPod({
+        namespace: NS,
+        appId,
+        execId: id,
+        name: `d${seed}-exec-${id}`,
+        driver: { name: driver.metadata.name, uid: driver.metadata.uid! },
+      }),
+    );
   return { driver, exec };
 }
 
 describe('deadlines fit the one-at-a-time sender', () => {
-  it('with the API server down, one event stalls its namespace ≤ 15 s with the defaults, then is dropped (the sweep repairs later)', { timeout: 30_000 }, async () => {
+  it('with the API server down, one event stalls its namespace ≤ 15 s with the defaults, then is dropped (the sweep repairs later)', {
+    timeout: 30_000,
+  }, async () => {
     h = await startHarness({ EVENT_DEADLINE_MS: '', REQUEST_TIMEOUT_MS: '' }); // the defaults
     expect(h.config.eventDeadlineMs).toBe(1_500);
     const { exec } = app(h, 1);
@@ -55,7 +65,9 @@ describe('deadlines fit the one-at-a-time sender', () => {
     expect(sent.statuses).toEqual([503, 503, 503, 503, 503, 503]);
     expect(sent.delivered).toBe(false);
     expect(sent.elapsedMs).toBeLessThanOrEqual(15_000);
-    console.log(`delivery: API server down, one event stalled its namespace ${(sent.elapsedMs / 1000).toFixed(1)} s (6 tries × ${h.config.eventDeadlineMs} ms + backoff)`);
+    console.log(
+      `delivery: API server down, one event stalled its namespace ${(sent.elapsedMs / 1000).toFixed(1)} s (6 tries × ${h.config.eventDeadlineMs} ms + backoff)`,
+    );
     // The next event of the namespace goes through once the API server is back.
     expect((await adapterSend(h.url, 'add', exec('2'))).statuses).toEqual([200]);
   });
@@ -82,7 +94,9 @@ describe('deadlines fit the one-at-a-time sender', () => {
     expect(sent.statuses).toEqual([500]);
   });
 
-  it('a finished driver with 1,000 Services: the event stays within 2 s at 20 ms per API call; the sweep finishes the rest', { timeout: 120_000 }, async () => {
+  it('a finished driver with 1,000 Services: the event stays within 2 s at 20 ms per API call; the sweep finishes the rest', {
+    timeout: 120_000,
+  }, async () => {
     h = await startHarness({ EVENT_DEADLINE_MS: '', REQUEST_TIMEOUT_MS: '', LOG_LEVEL: 'warn' });
     const { driver } = app(h, 4);
     const appId = driver.metadata.labels['spark-app-selector']!;
@@ -94,10 +108,17 @@ describe('deadlines fit the one-at-a-time sender', () => {
           name: `svc-${appId}-exec-${i}`,
           namespace: NS,
           labels: { 'app.kubernetes.io/managed-by': 'spark-exec-svc', 'spark-app-selector': appId, 'spark-exec-id': String(i) },
-          annotations: { 'spark-exec-svc/executor-pod': `gone-${i}`, 'spark-exec-svc/executor-uid': `gone-uid-${i}`, 'spark-exec-svc/driver-pod': driver.metadata.name },
+          annotations: {
+            'spark-exec-svc/executor-pod': `gone-${i}`,
+            'spark-exec-svc/executor-uid': `gone-uid-${i}`,
+            'spark-exec-svc/driver-pod': driver.metadata.name,
+          },
           ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: driver.metadata.name, uid: driver.metadata.uid!, controller: true }],
         },
-        spec: { selector: { 'spark-app-selector': appId, 'spark-exec-id': String(i) }, ports: [{ name: 'spark-block-manager', port: 7079 }] },
+        spec: {
+          selector: { 'spark-app-selector': appId, 'spark-exec-id': String(i) },
+          ports: [{ name: 'spark-block-manager', port: 7079 }],
+        },
       });
     }
     const finished = h.emulator.patchObject('pods', NS, driver.metadata.name, { status: { phase: 'Succeeded' } }) as unknown as PodBody;
@@ -107,7 +128,9 @@ describe('deadlines fit the one-at-a-time sender', () => {
     expect(sent.elapsedMs).toBeLessThan(2_000);
     const left = h.services(NS).length;
     expect(left).toBeLessThan(1000);
-    console.log(`delivery: finished driver with 1,000 Services at 20 ms per call: the event took ${Math.round(sent.elapsedMs)} ms and deleted ${1000 - left}; the sweep does the rest`);
+    console.log(
+      `delivery: finished driver with 1,000 Services at 20 ms per call: the event took ${Math.round(sent.elapsedMs)} ms and deleted ${1000 - left}; the sweep does the rest`,
+    );
     h.emulator.faults.clear();
     for (let i = 0; i < 40 && h.services(NS).length > 0; i++) expect((await postSweep(h.url, `s${i}`)).status).toBe(200);
     expect(h.services(NS)).toHaveLength(0);

@@ -22,14 +22,19 @@ afterEach(async () => {
 const serviceName = (appId: string, execId: number | string): string => `svc-${appId}-exec-${execId}`;
 const exists = (harness: Harness, name: string): boolean => harness.emulator.getObject('services', NS, name) !== undefined;
 
-function app(harness: Harness, seed = 21, optIn = true): { appId: string; driver: PodBody; executor: (id: number, extra?: Partial<Parameters<typeof executorPod>[0]>) => PodBody } {
+function app(
+  harness: Harness,
+  seed = 21,
+  optIn = true,
+): { appId: string; driver: PodBody; executor: (id: number, extra?: Partial<Parameters<typeof executorPod>[0]>) => PodBody } {
   const appId = sparkAppId(seed);
   const driver = harness.createPod(driverPod({ namespace: NS, appId, optIn }));
   const driverRef = { name: driver.metadata.name, uid: driver.metadata.uid! };
   return {
     appId,
     driver,
-    executor: (id, extra = {}) => harness.createPod(executorPod({ namespace: NS, appId, execId: String(id), driver: driverRef, blockManagerPort: 7079, ...extra })),
+    executor: (id, extra = {}) =>
+      harness.createPod(executorPod({ namespace: NS, appId, execId: String(id), driver: driverRef, blockManagerPort: 7079, ...extra })),
   };
 }
 
@@ -48,7 +53,9 @@ describe('the first add of a batch serves the batch', () => {
     h.emulator.resetRequests();
     for (const pod of batch.slice(1)) expect((await h.send('add', pod)).type).toBe('spark-exec-svc.service.verified');
     for (const pod of batch) {
-      const running = h.emulator.patchObject('pods', NS, pod.metadata.name, { status: { phase: 'Running', podIP: '10.1.0.1' } }) as unknown as PodBody;
+      const running = h.emulator.patchObject('pods', NS, pod.metadata.name, {
+        status: { phase: 'Running', podIP: '10.1.0.1' },
+      }) as unknown as PodBody;
       expect((await h.send('update', running)).status).toBe(200);
     }
     expect(h.emulator.countRequests()).toBe(0);

@@ -44,14 +44,17 @@ async function application(harness: Harness, n: number, appSeed = 11): Promise<{
 const serviceName = (appId: string, execId: number): string => `svc-${appId}-exec-${execId}`;
 const service = (harness: Harness, name: string): Svc => harness.emulator.getObject('services', NS, name) as unknown as Svc;
 const marked = (harness: Harness, name: string): boolean => service(harness, name).metadata.annotations?.[GONE] !== undefined;
-const current = (harness: Harness, pod: PodBody): PodBody => harness.emulator.getObject('pods', NS, pod.metadata.name) as unknown as PodBody;
-const end = (harness: Harness, pod: PodBody): PodBody => harness.emulator.patchObject('pods', NS, pod.metadata.name, { status: { phase: 'Failed' } }) as unknown as PodBody;
+const current = (harness: Harness, pod: PodBody): PodBody =>
+  harness.emulator.getObject('pods', NS, pod.metadata.name) as unknown as PodBody;
+const end = (harness: Harness, pod: PodBody): PodBody =>
+  harness.emulator.patchObject('pods', NS, pod.metadata.name, { status: { phase: 'Failed' } }) as unknown as PodBody;
 /** The graceful deletion's first step: deletionTimestamp set, the pod still runs (held by a finalizer). */
 const startDeleting = (harness: Harness, pod: PodBody): PodBody => {
   harness.emulator.deleteObject('pods', NS, pod.metadata.name);
   return current(harness, pod);
 };
-const writes = (rs: readonly RequestRecord[]): RequestRecord[] => rs.filter((r) => r.resource === 'services' && r.verb !== 'get' && r.verb !== 'list');
+const writes = (rs: readonly RequestRecord[]): RequestRecord[] =>
+  rs.filter((r) => r.resource === 'services' && r.verb !== 'get' && r.verb !== 'list');
 /** The exec ids a pod list asked for (`spark-exec-id in (…)`). */
 const listedIds = (r: RequestRecord): string[] => {
   const selector = new URLSearchParams(r.query).get('labelSelector') ?? '';
@@ -95,8 +98,12 @@ describe('executors that end together', () => {
     startDeleting(h, app.executors[5]!);
     h.emulator.patchObject('pods', NS, app.executors[6]!.metadata.name, { metadata: { finalizers: null } });
     h.emulator.deleteObject('pods', NS, app.executors[6]!.metadata.name);
-    h.createPod(executorPod({ namespace: NS, appId: app.appId, execId: '7', driver: driverRef, blockManagerPort: 7079, name: 'copy-of-exec-7' }));
-    const before = new Map(Array.from({ length: 12 }, (_, k) => [k + 1, service(h!, serviceName(app.appId, k + 1)).metadata.resourceVersion]));
+    h.createPod(
+      executorPod({ namespace: NS, appId: app.appId, execId: '7', driver: driverRef, blockManagerPort: 7079, name: 'copy-of-exec-7' }),
+    );
+    const before = new Map(
+      Array.from({ length: 12 }, (_, k) => [k + 1, service(h!, serviceName(app.appId, k + 1)).metadata.resourceVersion]),
+    );
     h.emulator.resetRequests();
 
     const reply = await h.send('update', end(h, app.executors[0]!));
@@ -107,7 +114,11 @@ describe('executors that end together', () => {
       expect(now.metadata.resourceVersion, `Service of executor ${id} untouched`).toBe(before.get(id));
       expect(now.metadata.annotations?.[GONE]).toBeUndefined();
     }
-    expect(writes(h.emulator.requests).map((r) => r.name).sort()).toEqual([1, 2, 3, 4, 5].map((id) => serviceName(app.appId, id)).sort());
+    expect(
+      writes(h.emulator.requests)
+        .map((r) => r.name)
+        .sort(),
+    ).toEqual([1, 2, 3, 4, 5].map((id) => serviceName(app.appId, id)).sort());
     // The driver read afresh (the peers' marks rest on it), one list of the pods of all twelve
     // slots, then the five marks.
     expect(h.emulator.countRequests({ verb: 'get', resource: 'pods' })).toBe(1);

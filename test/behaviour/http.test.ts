@@ -35,11 +35,27 @@ describe('HTTP surface', () => {
       [{ 'content-type': 'application/json' }, '{}', /CloudEvent/],
       [{ 'content-type': 'application/cloudevents+json' }, '{not json', /CloudEvent/],
       [{ 'content-type': 'application/cloudevents+json' }, JSON.stringify({ specversion: '1.0', type: 'x' }), /CloudEvent/],
-      [{ 'ce-specversion': '1.0', 'ce-id': '1', 'ce-source': 's', 'ce-type': podEventType('add'), 'content-type': 'application/json' }, '[1,2', /JSON|CloudEvent/],
-      [{ 'ce-specversion': '1.0', 'ce-id': '1', 'ce-source': 's', 'ce-type': podEventType('add'), 'content-type': 'application/json' }, '"a string"', /JSON object|Kubernetes object/],
       [
         { 'ce-specversion': '1.0', 'ce-id': '1', 'ce-source': 's', 'ce-type': podEventType('add'), 'content-type': 'application/json' },
-        JSON.stringify({ kind: 'Pod', metadata: { name: 'x', namespace: NS, uid: 'u', labels: { 'spark-role': 'executor', 'spark-app-selector': '$(reboot)', 'spark-exec-id': '1' } } }),
+        '[1,2',
+        /JSON|CloudEvent/,
+      ],
+      [
+        { 'ce-specversion': '1.0', 'ce-id': '1', 'ce-source': 's', 'ce-type': podEventType('add'), 'content-type': 'application/json' },
+        '"a string"',
+        /JSON object|Kubernetes object/,
+      ],
+      [
+        { 'ce-specversion': '1.0', 'ce-id': '1', 'ce-source': 's', 'ce-type': podEventType('add'), 'content-type': 'application/json' },
+        JSON.stringify({
+          kind: 'Pod',
+          metadata: {
+            name: 'x',
+            namespace: NS,
+            uid: 'u',
+            labels: { 'spark-role': 'executor', 'spark-app-selector': '$(reboot)', 'spark-exec-id': '1' },
+          },
+        }),
         /invalid Pod/,
       ],
     ];
@@ -48,7 +64,10 @@ describe('HTTP surface', () => {
       expect(response.status, body).toBe(400);
       expect(((await response.json()) as { error: string }).error).toMatch(message);
     }
-    const big = await post({ 'ce-specversion': '1.0', 'ce-id': '1', 'ce-source': 's', 'ce-type': podEventType('add'), 'content-type': 'application/json' }, 'x'.repeat(2 * 1024 * 1024));
+    const big = await post(
+      { 'ce-specversion': '1.0', 'ce-id': '1', 'ce-source': 's', 'ce-type': podEventType('add'), 'content-type': 'application/json' },
+      'x'.repeat(2 * 1024 * 1024),
+    );
     expect(big.status).toBe(413);
     expect((await fetch(h.url.replace(/\/$/, '/health/liveness'))).status).toBe(200);
     expect(h.emulator.countRequests()).toBe(0);
@@ -58,7 +77,15 @@ describe('HTTP surface', () => {
     h = await startHarness({ EVENT_DEADLINE_MS: '800' });
     const appId = sparkAppId(3);
     const driver = h.createPod(driverPod({ namespace: NS, appId }));
-    const exec = h.createPod(executorPod({ namespace: NS, appId, execId: '1', driver: { name: driver.metadata.name, uid: driver.metadata.uid! }, blockManagerPort: 7079 }));
+    const exec = h.createPod(
+      executorPod({
+        namespace: NS,
+        appId,
+        execId: '1',
+        driver: { name: driver.metadata.name, uid: driver.metadata.uid! },
+        blockManagerPort: 7079,
+      }),
+    );
     h.emulator.faults.add({ resource: 'services', times: Infinity, fault: { kind: 'status', code: 503 } });
     const reply = await h.send('add', exec);
     expect(reply.status).toBe(503);
@@ -92,7 +119,13 @@ describe('the real entry point (functions/executor-service/main.ts)', () => {
     const kubeconfig = join(mkdtempSync(join(tmpdir(), 'sxs-main-')), 'config');
     emulator.writeKubeconfig(kubeconfig);
     const port = await freePort();
-    const main = startMain({ KUBECONFIG: kubeconfig, PORT: String(port), WATCH_NAMESPACES: NS, BLOCK_MANAGER_PORT: '7079', LOG_LEVEL: 'info' });
+    const main = startMain({
+      KUBECONFIG: kubeconfig,
+      PORT: String(port),
+      WATCH_NAMESPACES: NS,
+      BLOCK_MANAGER_PORT: '7079',
+      LOG_LEVEL: 'info',
+    });
     try {
       await waitForHttpOk(`http://127.0.0.1:${port}/health/readiness`, { child: main.child });
       const appId = sparkAppId(9);

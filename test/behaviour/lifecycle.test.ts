@@ -14,8 +14,19 @@ const KUBECTL = '/usr/bin/kubectl';
 const run = promisify(execFile);
 
 type Svc = {
-  metadata: { name: string; uid: string; labels: Record<string, string>; annotations?: Record<string, string>; ownerReferences?: Array<{ name: string; uid: string; kind: string; blockOwnerDeletion?: boolean }> };
-  spec: { type: string; clusterIP: string; selector: Record<string, string>; ports: Array<{ name: string; port: number; targetPort: number; protocol: string }> };
+  metadata: {
+    name: string;
+    uid: string;
+    labels: Record<string, string>;
+    annotations?: Record<string, string>;
+    ownerReferences?: Array<{ name: string; uid: string; kind: string; blockOwnerDeletion?: boolean }>;
+  };
+  spec: {
+    type: string;
+    clusterIP: string;
+    selector: Record<string, string>;
+    ports: Array<{ name: string; port: number; targetPort: number; protocol: string }>;
+  };
 };
 
 let h: Harness | undefined;
@@ -35,14 +46,28 @@ function sparkApp(harness: Harness, opts: { appId?: string; driverOptIn?: boolea
     driverRef,
     executor: (execId: string, extra: { optIn?: boolean; port?: number | null } = {}): PodBody =>
       harness.createPod(
-        executorPod({ namespace: NS, appId, execId, driver: driverRef, blockManagerPort: extra.port === null ? undefined : (extra.port ?? 7079), optIn: extra.optIn }),
+        executorPod({
+          namespace: NS,
+          appId,
+          execId,
+          driver: driverRef,
+          blockManagerPort: extra.port === null ? undefined : (extra.port ?? 7079),
+          optIn: extra.optIn,
+        }),
       ),
   };
 }
 
-const ours = (harness: Harness): Svc[] => harness.services(NS).filter((s) => (s as Svc).metadata.labels['app.kubernetes.io/managed-by'] === 'spark-exec-svc') as Svc[];
+const ours = (harness: Harness): Svc[] =>
+  harness.services(NS).filter((s) => (s as Svc).metadata.labels['app.kubernetes.io/managed-by'] === 'spark-exec-svc') as Svc[];
 const endpointsOf = (harness: Harness, svc: Svc): number =>
-  harness.emulator.listObjects('pods', NS, Object.entries(svc.spec.selector).map(([k, v]) => `${k}=${v}`).join(',')).length;
+  harness.emulator.listObjects(
+    'pods',
+    NS,
+    Object.entries(svc.spec.selector)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(','),
+  ).length;
 
 describe.each<ContentMode>(['binary', 'structured'])('a Spark application’s life (%s content mode)', (mode) => {
   it('driver → 3 executors → one decommissioned → driver deleted', async () => {
@@ -64,7 +89,9 @@ describe.each<ContentMode>(['binary', 'structured'])('a Spark application’s li
       expect(svc.spec.type).toBe('ClusterIP');
       expect(svc.spec.clusterIP).not.toBe('None');
       expect(svc.spec.ports).toEqual([{ name: 'spark-block-manager', port: 7079, targetPort: 7079, protocol: 'TCP' }]);
-      expect(svc.metadata.ownerReferences).toEqual([expect.objectContaining({ kind: 'Pod', name: app.driverRef.name, uid: app.driverRef.uid })]);
+      expect(svc.metadata.ownerReferences).toEqual([
+        expect.objectContaining({ kind: 'Pod', name: app.driverRef.name, uid: app.driverRef.uid }),
+      ]);
       expect(svc.metadata.ownerReferences?.[0]?.blockOwnerDeletion).toBeUndefined();
       expect(endpointsOf(h, svc)).toBe(1);
     }
@@ -134,7 +161,11 @@ describe('at-least-once and out-of-order delivery', () => {
     expect(replies.map((r) => r.status)).toEqual(pods.map(() => 200));
     expect(replies.filter((r) => r.type === 'spark-exec-svc.service.created').length).toBeGreaterThanOrEqual(1);
     expect(replies.every((r) => r.type === 'spark-exec-svc.service.created' || r.type === 'spark-exec-svc.service.verified')).toBe(true);
-    expect(ours(h).map((s) => s.metadata.name).sort()).toEqual(pods.map((_, i) => `svc-${app.appId}-exec-${i + 1}`).sort());
+    expect(
+      ours(h)
+        .map((s) => s.metadata.name)
+        .sort(),
+    ).toEqual(pods.map((_, i) => `svc-${app.appId}-exec-${i + 1}`).sort());
     expect(h.emulator.countRequests({ verb: 'create', resource: 'services' })).toBe(20);
     expect(h.emulator.countRequests({ verb: 'get', resource: 'pods' })).toBe(1);
     // One list of the executors (ids 1–32: Spark creates executors in batches) proves they exist
@@ -149,7 +180,10 @@ describe('at-least-once and out-of-order delivery', () => {
     const app = sparkApp(h);
     const e1 = app.executor('1');
     h.emulator.deleteObject('pods', NS, e1.metadata.name);
-    expect((await h.send('delete', e1)).data).toMatchObject({ action: 'verified', outcomes: [expect.objectContaining({ detail: 'no Service and no running executor' })] });
+    expect((await h.send('delete', e1)).data).toMatchObject({
+      action: 'verified',
+      outcomes: [expect.objectContaining({ detail: 'no Service and no running executor' })],
+    });
     const late = await h.send('add', e1);
     expect(late.type).toBe('spark-exec-svc.service.verified');
     expect(ours(h)).toHaveLength(0);
@@ -200,7 +234,13 @@ describe('scope and safety', () => {
   it('non-Spark pods and other namespaces are acknowledged with zero API calls', async () => {
     h = await startHarness();
     h.emulator.resetRequests();
-    const web = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'web', namespace: NS, uid: 'u1', labels: { app: 'web' } }, spec: { containers: [] }, status: { phase: 'Running' } };
+    const web = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'web', namespace: NS, uid: 'u1', labels: { app: 'web' } },
+      spec: { containers: [] },
+      status: { phase: 'Running' },
+    };
     for (const verb of ['add', 'update', 'delete'] as const) {
       const reply = await h.send(verb, web as unknown as PodBody);
       expect(reply.status).toBe(200);
@@ -329,7 +369,11 @@ describe('cool-down', () => {
     now = new Date('2026-12-02T12:01:20Z');
     const reply = await postSweep(h);
     expect(reply.data?.outcomes).toEqual([expect.objectContaining({ service: executorServiceName(app.appId, '1'), action: 'deleted' })]);
-    expect(ours(h).map((s) => s.metadata.name).sort()).toEqual(['2', '3'].map((id) => executorServiceName(app.appId, id)).sort());
+    expect(
+      ours(h)
+        .map((s) => s.metadata.name)
+        .sort(),
+    ).toEqual(['2', '3'].map((id) => executorServiceName(app.appId, id)).sort());
   });
 });
 
@@ -342,16 +386,30 @@ describe('sweep (PingSource)', () => {
     h.emulator.seed({
       apiVersion: 'v1',
       kind: 'Service',
-      metadata: { name: 'svc-old-app-exec-1', namespace: NS, labels: { 'app.kubernetes.io/managed-by': 'spark-exec-svc', 'spark-app-selector': 'old-app', 'spark-exec-id': '1' }, ownerReferences: [] },
+      metadata: {
+        name: 'svc-old-app-exec-1',
+        namespace: NS,
+        labels: { 'app.kubernetes.io/managed-by': 'spark-exec-svc', 'spark-app-selector': 'old-app', 'spark-exec-id': '1' },
+        ownerReferences: [],
+      },
       spec: { selector: { 'spark-app-selector': 'old-app', 'spark-exec-id': '1' }, ports: [{ name: 'spark-block-manager', port: 7079 }] },
     });
-    h.emulator.seed({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'web', namespace: NS, labels: { app: 'web' } }, spec: { selector: { app: 'web' }, ports: [{ port: 80 }] } });
+    h.emulator.seed({
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'web', namespace: NS, labels: { app: 'web' } },
+      spec: { selector: { app: 'web' }, ports: [{ port: 80 }] },
+    });
     h.emulator.deleteObject('pods', NS, executors[4]!.metadata.name);
     h.emulator.resetRequests();
     const reply = await postSweep(h);
     expect(reply.status).toBe(200);
     expect(reply.type).toBe('spark-exec-svc.swept');
-    expect(ours(h).map((s) => s.metadata.name).sort()).toEqual(['1', '2', '3', '4'].map((id) => executorServiceName(app.appId, id)).sort());
+    expect(
+      ours(h)
+        .map((s) => s.metadata.name)
+        .sort(),
+    ).toEqual(['1', '2', '3', '4'].map((id) => executorServiceName(app.appId, id)).sort());
     expect(h.emulator.getObject('services', NS, 'web')).toBeDefined();
     expect(h.emulator.countRequests({ verb: 'list', resource: 'pods' })).toBeGreaterThanOrEqual(3); // 4 executor pods at page size 2: 2 pages, + drivers
     // Second sweep: nothing left to repair.
@@ -367,7 +425,18 @@ describe('independent client: kubectl', () => {
     await h.send('add', app.executor('1'));
     const kubeconfig = join(mkdtempSync(join(tmpdir(), 'sxs-kubectl-')), 'config');
     h.emulator.writeKubeconfig(kubeconfig);
-    const { stdout } = await run(KUBECTL, ['--kubeconfig', kubeconfig, '-n', NS, 'get', 'svc', '-l', 'app.kubernetes.io/managed-by=spark-exec-svc', '-o', 'json']);
+    const { stdout } = await run(KUBECTL, [
+      '--kubeconfig',
+      kubeconfig,
+      '-n',
+      NS,
+      'get',
+      'svc',
+      '-l',
+      'app.kubernetes.io/managed-by=spark-exec-svc',
+      '-o',
+      'json',
+    ]);
     const list = JSON.parse(stdout) as { items: Svc[] };
     expect(list.items.map((s) => s.metadata.name)).toEqual([executorServiceName(app.appId, '1')]);
     expect(list.items[0]?.spec.ports[0]?.port).toBe(7079);
@@ -376,5 +445,9 @@ describe('independent client: kubectl', () => {
 
 async function postSweep(harness: Harness) {
   const { postCloudEvent } = await import('../../testkit/apiserversource.ts');
-  return postCloudEvent(harness.url, { type: 'dev.knative.sources.ping', data: { action: 'sweep' }, source: '/apis/v1/namespaces/spark/pingsources/sweep' });
+  return postCloudEvent(harness.url, {
+    type: 'dev.knative.sources.ping',
+    data: { action: 'sweep' },
+    source: '/apis/v1/namespaces/spark/pingsources/sweep',
+  });
 }

@@ -8,7 +8,21 @@
 import { describe, expect, it } from 'vitest';
 import { type PodBody, sparkAppId } from '../../testkit/spark-pods.ts';
 import { NS, audited, sleep, useAudit } from '../support/audited.ts';
-import { app, check, currentIn, deliverLikeAdapter, fail, instanceWithCaches, marked, ok, ours, sendTo, serviceIn, serviceWritesIn, svcName } from '../adversarial/support/steps.ts';
+import {
+  app,
+  check,
+  currentIn,
+  deliverLikeAdapter,
+  fail,
+  instanceWithCaches,
+  marked,
+  ok,
+  ours,
+  sendTo,
+  serviceIn,
+  serviceWritesIn,
+  svcName,
+} from '../adversarial/support/steps.ts';
 
 useAudit();
 
@@ -47,7 +61,12 @@ describe('the register of slots under way', () => {
     try {
       const a = app(h, sparkAppId(3302));
       const execs = Array.from({ length: 10 }, (_, k) => a.exec(k + 1));
-      h.emulator.faults.add({ verb: 'create', resource: 'services', times: 3, fault: { kind: 'status', code: 403, message: 'exceeded quota: count/services' } });
+      h.emulator.faults.add({
+        verb: 'create',
+        resource: 'services',
+        times: 3,
+        fault: { kind: 'status', code: 403, message: 'exceeded quota: count/services' },
+      });
       const r = await sendTo(fn.url, 'add', execs[0]!);
       expect(r.status).toBe(500);
       await sleep(200);
@@ -141,7 +160,9 @@ describe('liveness: common flows end 2xx without FactsKeptChangingError', () => 
     const execs = Array.from({ length: 32 }, (_, k) => a.exec(k + 1));
     await ok(h.send('add', execs[0]!), 'first add');
     const ended = execs.map((p) => fail(h.emulator, p));
-    const replies = await Promise.all(ended.flatMap((p, k) => (k % 2 === 0 ? [h.send('update', p), h.send('delete', p)] : [h.send('delete', p), h.send('update', p)])));
+    const replies = await Promise.all(
+      ended.flatMap((p, k) => (k % 2 === 0 ? [h.send('update', p), h.send('delete', p)] : [h.send('delete', p), h.send('update', p)])),
+    );
     expect(replies.map((r) => r.status)).toEqual(replies.map(() => 200));
     for (let id = 1; id <= 32; id++) expect(marked(h.emulator, svcName(a.appId, id)), `Service ${id} marked`).toBe(true);
     const driver = h.emulator.patchObject('pods', NS, a.driver.metadata.name, { status: { phase: 'Succeeded' } }) as unknown as PodBody;
@@ -158,7 +179,11 @@ describe('liveness: common flows end 2xx without FactsKeptChangingError', () => 
     now += 11_000; // remembered facts are past FACT_TTL
     const ended = fail(h.emulator, execs[5]!);
     const late = a.exec(13);
-    const replies = await Promise.all([h.send('update', ended), h.send('add', late), h.send('update', currentIn(h.emulator, execs[6]!.metadata.name))]);
+    const replies = await Promise.all([
+      h.send('update', ended),
+      h.send('add', late),
+      h.send('update', currentIn(h.emulator, execs[6]!.metadata.name)),
+    ]);
     expect(replies.map((r) => r.status)).toEqual([200, 200, 200]);
     expect([...Array(13).keys()].filter((k) => marked(h.emulator, svcName(a.appId, k + 1))).map((k) => k + 1)).toEqual([6]);
     check(h.emulator, new Set([...execs.filter((_, k) => k !== 5), late].map((p) => p.metadata.name)), 'one ended among running peers');

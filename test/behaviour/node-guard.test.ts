@@ -12,9 +12,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const engines = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { engines: { node: string } }).engines.node;
-const [minMajor, minMinor] = engines.replace(/^>=\s*/, '').split('.').map(Number) as [number, number];
-const older = (v: string) => { const [a = 0, b = 0] = v.replace(/^v/, '').split('.').map(Number); return a < minMajor || (a === minMajor && b < minMinor); };
-const systemNode = ['/usr/bin/node', '/usr/local/bin/node'].find((p) => existsSync(p) && older(spawnSync(p, ['--version'], { encoding: 'utf8' }).stdout.trim()));
+const [minMajor, minMinor] = engines
+  .replace(/^>=\s*/, '')
+  .split('.')
+  .map(Number) as [number, number];
+const older = (v: string) => {
+  const [a = 0, b = 0] = v.replace(/^v/, '').split('.').map(Number);
+  return a < minMajor || (a === minMajor && b < minMinor);
+};
+const systemNode = ['/usr/bin/node', '/usr/local/bin/node'].find(
+  (p) => existsSync(p) && older(spawnSync(p, ['--version'], { encoding: 'utf8' }).stdout.trim()),
+);
 
 describe('dist/start.cjs and the Node version', () => {
   let dir = '';
@@ -25,9 +33,11 @@ describe('dist/start.cjs and the Node version', () => {
   }, 120_000);
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('the loader\'s bound is package.json\'s engines', () => {
+  it("the loader's bound is package.json's engines", () => {
     expect(engines).toMatch(/^>=\d+\.\d+\.\d+$/);
-    expect(readFileSync(path.join(ROOT, 'functions/executor-service/start.ts'), 'utf8')).toContain(`const MIN_NODE = [${minMajor}, ${minMinor}] as const;`);
+    expect(readFileSync(path.join(ROOT, 'functions/executor-service/start.ts'), 'utf8')).toContain(
+      `const MIN_NODE = [${minMajor}, ${minMinor}] as const;`,
+    );
   });
 
   it.skipIf(systemNode === undefined)('an older node exits 1 with one line naming the bound and its own version', () => {

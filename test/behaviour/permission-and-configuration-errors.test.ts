@@ -11,7 +11,6 @@ import { describe, expect, it } from 'vitest';
 import { postSweep } from '../../testkit/apiserversource.ts';
 import { type PodBody, driverPod, executorPod, sparkAppId } from '../../testkit/spark-pods.ts';
 import { NS, audited, logsMatching, useAudit } from '../support/audited.ts';
-import { PORT } from '../adversarial/support/steps.ts';
 
 useAudit();
 
@@ -25,36 +24,50 @@ describe('a 403 names the missing permission', () => {
     { verb: 'list', resource: 'services', trigger: 'sweep' },
   ] as const;
 
-  it.each(cases)('403 on $verb $resource ($trigger): answered 500, logged with verb, resource and namespace', async ({ verb, resource }) => {
-    const h = await audited();
-    const appId = sparkAppId(9);
-    const driver = h.createPod(driverPod({ namespace: NS, appId, name: 'f-driver' }));
-    const exec = h.createPod(executorPod({ namespace: NS, appId, execId: '1', name: 'f-exec-1', driver: { name: 'f-driver', uid: driver.metadata.uid! } }));
-    if (verb === 'patch' || verb === 'delete') expect((await h.send('add', exec)).type).toBe('spark-exec-svc.service.created');
-    h.emulator.faults.add({ verb, resource, fault: { kind: 'status', code: 403 } });
-    let reply;
-    if (verb === 'get' || verb === 'create') reply = await h.send('add', exec);
-    else if (verb === 'patch') {
-      h.emulator.deleteObject('pods', NS, exec.metadata.name);
-      reply = await h.send('delete', exec);
-    } else if (verb === 'delete') {
-      h.emulator.patchObject('pods', NS, 'f-driver', { status: { phase: 'Succeeded' } });
-      reply = await h.send('update', h.emulator.getObject('pods', NS, 'f-driver') as unknown as PodBody);
-    } else reply = await postSweep(h.url);
-    expect(reply.status).toBe(500);
-    const expected = new RegExp(`forbidden: ${verb} ${resource}.* in namespace "${NS}" — the function's ServiceAccount needs RBAC verb "${verb}" on "${resource}"`);
-    expect(JSON.parse(reply.text).error).toMatch(expected);
-    const lines = logsMatching(h, expected, ['error']);
-    expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatchObject({ msg: 'event failed', status: 500 });
-    expect(h.metrics.retries).toBe(0);
-  });
+  it.each(cases)(
+    '403 on $verb $resource ($trigger): answered 500, logged with verb, resource and namespace',
+    async ({ verb, resource }) => {
+      const h = await audited();
+      const appId = sparkAppId(9);
+      const driver = h.createPod(driverPod({ namespace: NS, appId, name: 'f-driver' }));
+      const exec = h.createPod(
+        executorPod({ namespace: NS, appId, execId: '1', name: 'f-exec-1', driver: { name: 'f-driver', uid: driver.metadata.uid! } }),
+      );
+      if (verb === 'patch' || verb === 'delete') expect((await h.send('add', exec)).type).toBe('spark-exec-svc.service.created');
+      h.emulator.faults.add({ verb, resource, fault: { kind: 'status', code: 403 } });
+      let reply;
+      if (verb === 'get' || verb === 'create') reply = await h.send('add', exec);
+      else if (verb === 'patch') {
+        h.emulator.deleteObject('pods', NS, exec.metadata.name);
+        reply = await h.send('delete', exec);
+      } else if (verb === 'delete') {
+        h.emulator.patchObject('pods', NS, 'f-driver', { status: { phase: 'Succeeded' } });
+        reply = await h.send('update', h.emulator.getObject('pods', NS, 'f-driver') as unknown as PodBody);
+      } else reply = await postSweep(h.url);
+      expect(reply.status).toBe(500);
+      const expected = new RegExp(
+        `forbidden: ${verb} ${resource}.* in namespace "${NS}" — the function's ServiceAccount needs RBAC verb "${verb}" on "${resource}"`,
+      );
+      expect(JSON.parse(reply.text).error).toMatch(expected);
+      const lines = logsMatching(h, expected, ['error']);
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatchObject({ msg: 'event failed', status: 500 });
+      expect(h.metrics.retries).toBe(0);
+    },
+  );
 });
 
 describe('configuration errors stop start-up', () => {
   const entry = fileURLToPath(new URL('../../functions/executor-service/main.ts', import.meta.url));
   function run(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
-    const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(WATCH_NAMESPACES|OPT_IN_MODE|BLOCK_MANAGER_PORT|COOLDOWN_SECONDS|LOG_LEVEL|PORT|EVENT_DEADLINE_MS|REQUEST_TIMEOUT_MS|MAX_BODY_BYTES|SWEEP_PAGE_SIZE)$/.test(k)));
+    const clean = Object.fromEntries(
+      Object.entries(process.env).filter(
+        ([k]) =>
+          !/^(WATCH_NAMESPACES|OPT_IN_MODE|BLOCK_MANAGER_PORT|COOLDOWN_SECONDS|LOG_LEVEL|PORT|EVENT_DEADLINE_MS|REQUEST_TIMEOUT_MS|MAX_BODY_BYTES|SWEEP_PAGE_SIZE)$/.test(
+            k,
+          ),
+      ),
+    );
     const child: ChildProcess = spawn(process.execPath, [entry], { env: { ...clean, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     child.stdout?.on('data', (d: Buffer) => (output += d.toString()));
@@ -83,15 +96,29 @@ describe('configuration errors stop start-up', () => {
     });
     expect(code).toBe(1);
     expect(output).toMatch(/^spark-exec-svc: invalid configuration/);
-    for (const name of ['WATCH_NAMESPACES', 'OPT_IN_MODE', 'BLOCK_MANAGER_PORT', 'COOLDOWN_SECONDS', 'EVENT_DEADLINE_MS', 'REQUEST_TIMEOUT_MS', 'MAX_BODY_BYTES', 'SWEEP_PAGE_SIZE', 'LOG_LEVEL', 'PORT']) {
+    for (const name of [
+      'WATCH_NAMESPACES',
+      'OPT_IN_MODE',
+      'BLOCK_MANAGER_PORT',
+      'COOLDOWN_SECONDS',
+      'EVENT_DEADLINE_MS',
+      'REQUEST_TIMEOUT_MS',
+      'MAX_BODY_BYTES',
+      'SWEEP_PAGE_SIZE',
+      'LOG_LEVEL',
+      'PORT',
+    ]) {
       expect(output).toMatch(new RegExp(`\\n  ${name}(\\.\\d+)?: `));
     }
     expect(output).not.toMatch(/"msg":"listening"/);
   });
 
-  it.skipIf(existsSync(SERVICE_ACCOUNT_NAMESPACE_FILE))('no WATCH_NAMESPACES and no in-cluster namespace: refuses to guess a scope', async () => {
-    const { code, output } = await run({ PORT: '18080' });
-    expect(code).toBe(1);
-    expect(output).toMatch(/WATCH_NAMESPACES: not set.*set WATCH_NAMESPACES/);
-  });
+  it.skipIf(existsSync(SERVICE_ACCOUNT_NAMESPACE_FILE))(
+    'no WATCH_NAMESPACES and no in-cluster namespace: refuses to guess a scope',
+    async () => {
+      const { code, output } = await run({ PORT: '18080' });
+      expect(code).toBe(1);
+      expect(output).toMatch(/WATCH_NAMESPACES: not set.*set WATCH_NAMESPACES/);
+    },
+  );
 });

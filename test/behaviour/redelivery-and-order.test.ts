@@ -6,7 +6,19 @@
  * lifecycle is printed).
  */
 import { describe, expect, it } from 'vitest';
-import { type AppPlan, type RecordedEvent, World, chance, deliver, deliveryOrder, expectedServicesOf, planApps, rngFrom, seedForeignServices, shuffle } from '../model/world.ts';
+import {
+  type AppPlan,
+  type RecordedEvent,
+  World,
+  chance,
+  deliver,
+  deliveryOrder,
+  expectedServicesOf,
+  planApps,
+  rngFrom,
+  seedForeignServices,
+  shuffle,
+} from '../model/world.ts';
 import { postSweep } from '../../testkit/apiserversource.ts';
 import { convergenceProblems } from '../../testkit/oracle.ts';
 import { NS, addForeign, auditAndClose, audited, useAudit } from '../support/audited.ts';
@@ -19,11 +31,19 @@ const BASE_SEED = Number(process.env['PROPERTY_SEED'] ?? 20_260_401);
 const INTERLEAVED_OFFSET = 100_000;
 const WATCHED = [NS, 'spark-b'];
 const UNWATCHED = ['other'];
-const ENV = { WATCH_NAMESPACES: WATCHED.join(','), COOLDOWN_SECONDS: String(7 * 24 * 3600), OPT_IN_MODE: 'label', BLOCK_MANAGER_PORT: '7079' };
+const ENV = {
+  WATCH_NAMESPACES: WATCHED.join(','),
+  COOLDOWN_SECONDS: String(7 * 24 * 3600),
+  OPT_IN_MODE: 'label',
+  BLOCK_MANAGER_PORT: '7079',
+};
 
 function describePlan(apps: readonly AppPlan[]): string {
   return apps
-    .map((a) => `${a.appId}@${a.namespace} driver:${a.driverFate}${a.driverOptIn ? '+optin' : ''} [${a.executors.map((e) => `${e.execId}:${e.fate}${e.optIn ? '+optin' : ''}${e.lateOptIn ? '+late' : ''}${e.ownerRef ? '' : '-noowner'}`).join(' ')}]`)
+    .map(
+      (a) =>
+        `${a.appId}@${a.namespace} driver:${a.driverFate}${a.driverOptIn ? '+optin' : ''} [${a.executors.map((e) => `${e.execId}:${e.fate}${e.optIn ? '+optin' : ''}${e.lateOptIn ? '+late' : ''}${e.ownerRef ? '' : '-noowner'}`).join(' ')}]`,
+    )
     .join('\n  ');
 }
 
@@ -49,7 +69,11 @@ async function runLifecycle(seed: number, interleaved: boolean): Promise<void> {
     await world.runAll(apps, rng, async (recorded) => {
       for (const e of recorded) for (let c = 1 + Math.floor(rng() * 3); c > 0; c--) pending.push(e);
       // Deliver a random part of what is pending now, in random order.
-      const now = shuffle(rng, pending.splice(0)).filter((e) => (chance(rng, 0.5) ? true : (pending.push(e), false)));
+      const now = shuffle(rng, pending.splice(0)).filter((e) => {
+        if (chance(rng, 0.5)) return true;
+        pending.push(e);
+        return false;
+      });
       for (const e of now) await send(e);
     });
     for (const e of shuffle(rng, pending)) await send(e);
@@ -63,11 +87,17 @@ async function runLifecycle(seed: number, interleaved: boolean): Promise<void> {
   const expected = expectedServicesOf(world, WATCHED, 7079);
   expect(convergenceProblems(h.emulator, expected, [...WATCHED, ...UNWATCHED], foreign), context).toEqual([]);
   // Nothing from an unwatched namespace reached the API (the audit checks every request too).
-  expect(h.emulator.requests.filter((r) => r.namespace !== undefined && UNWATCHED.includes(r.namespace)), context).toEqual([]);
+  expect(
+    h.emulator.requests.filter((r) => r.namespace !== undefined && UNWATCHED.includes(r.namespace)),
+    context,
+  ).toEqual([]);
   // The sweep agrees: nothing left to repair (it only reports the squatted name again, without writing).
   const swept = await postSweep(h.url);
   expect(swept.status, context).toBe(200);
-  expect(swept.data?.outcomes.filter((o) => o.action !== 'conflict'), context).toEqual([]);
+  expect(
+    swept.data?.outcomes.filter((o) => o.action !== 'conflict'),
+    context,
+  ).toEqual([]);
   expect(convergenceProblems(h.emulator, expected, [...WATCHED, ...UNWATCHED], foreign), context).toEqual([]);
   await auditAndClose(h);
 }
@@ -76,13 +106,21 @@ async function runLifecycle(seed: number, interleaved: boolean): Promise<void> {
 const TIMEOUT = Math.max(30_000, RUNS * 2_000);
 
 describe('idempotency property: duplicated, shuffled deliveries converge', () => {
-  it(`${RUNS} generated lifecycles, every event delivered 1–3 times in random order after all changes`, async () => {
-    for (let i = 0; i < RUNS; i++) await runLifecycle(BASE_SEED + i, false);
-  }, TIMEOUT);
+  it(
+    `${RUNS} generated lifecycles, every event delivered 1–3 times in random order after all changes`,
+    async () => {
+      for (let i = 0; i < RUNS; i++) await runLifecycle(BASE_SEED + i, false);
+    },
+    TIMEOUT,
+  );
 
-  it(`${RUNS} generated lifecycles, deliveries interleaved with the state changes`, async () => {
-    for (let i = 0; i < RUNS; i++) await runLifecycle(BASE_SEED + INTERLEAVED_OFFSET + i, true);
-  }, TIMEOUT);
+  it(
+    `${RUNS} generated lifecycles, deliveries interleaved with the state changes`,
+    async () => {
+      for (let i = 0; i < RUNS; i++) await runLifecycle(BASE_SEED + INTERLEAVED_OFFSET + i, true);
+    },
+    TIMEOUT,
+  );
 });
 
 describe('what remembered facts can miss, and how the sweep covers it', () => {
@@ -90,7 +128,12 @@ describe('what remembered facts can miss, and how the sweep covers it', () => {
     const h = await audited(ENV);
     const rng = rngFrom(BASE_SEED);
     const [app] = planApps(rng, 1, { watched: [NS], prefix: 'cache' });
-    const plan: AppPlan = { ...app!, driverOptIn: true, driverFate: 'stays', executors: [{ ...app!.executors[0]!, fate: 'runs', ownerRef: true, lateOptIn: false }] };
+    const plan: AppPlan = {
+      ...app!,
+      driverOptIn: true,
+      driverFate: 'stays',
+      executors: [{ ...app!.executors[0]!, fate: 'runs', ownerRef: true, lateOptIn: false }],
+    };
     const world = new World(h.emulator, 'cache');
     world.runAll([plan], rng);
     // The executor must run (issue 17: a Pending one claims no slot); the generated updates may not have started it.
@@ -99,7 +142,9 @@ describe('what remembered facts can miss, and how the sweep covers it', () => {
     const podNow = h.emulator.getObject('pods', NS, execName) as unknown as PodBody;
     const events = [...world.events];
     if (podNow.status.phase !== 'Running') {
-      const running = h.emulator.patchObject('pods', NS, execName, { status: { phase: 'Running', podIP: '10.244.9.9' } }) as unknown as PodBody;
+      const running = h.emulator.patchObject('pods', NS, execName, {
+        status: { phase: 'Running', podIP: '10.244.9.9' },
+      }) as unknown as PodBody;
       const runs = { id: 'cache-runs', verb: 'update' as const, pod: running };
       events.push(runs);
       world.events.push(runs);
@@ -114,7 +159,9 @@ describe('what remembered facts can miss, and how the sweep covers it', () => {
     const reply = await deliver(h.url, { ...update, verb: 'update', id: 'again' });
     expect(reply.data?.outcomes[0]?.detail).toBe('executor runs; Service is right');
     expect(h.emulator.requests.length).toBe(mark); // zero API calls: the cache answered
-    expect(convergenceProblems(h.emulator, expected, [NS])).toEqual([`missing Service ${NS}/${svc!.name} (executor ${svc!.executorPodName})`]);
+    expect(convergenceProblems(h.emulator, expected, [NS])).toEqual([
+      `missing Service ${NS}/${svc!.name} (executor ${svc!.executorPodName})`,
+    ]);
     const swept = await postSweep(h.url);
     expect(swept.data?.outcomes).toEqual([expect.objectContaining({ service: svc!.name, action: 'created' })]);
     expect(convergenceProblems(h.emulator, expected, [NS])).toEqual([]);

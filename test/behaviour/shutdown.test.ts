@@ -32,7 +32,14 @@ function seedLoad(emulator: KubeEmulator, n: number, seed: number): Array<{ pod:
   return Array.from({ length: n }, (_, i) => {
     const execId = String(i + 1);
     const pod = emulator.seed(
-      executorPod({ namespace: NS, appId, execId, name: `l${seed}-exec-${execId}`, driver: { name: driver.metadata.name, uid: driver.metadata.uid! }, optIn: true }),
+      executorPod({
+        namespace: NS,
+        appId,
+        execId,
+        name: `l${seed}-exec-${execId}`,
+        driver: { name: driver.metadata.name, uid: driver.metadata.uid! },
+        optIn: true,
+      }),
     ) as PodBody;
     return { pod, service: executorServiceName(appId, execId) };
   });
@@ -41,23 +48,33 @@ function seedLoad(emulator: KubeEmulator, n: number, seed: number): Array<{ pod:
 /** Slow API: creates answered after 100–1600 ms. */
 function slowCreates(emulator: KubeEmulator): void {
   emulator.faults.seed(5);
-  for (const ms of [1600, 800, 400]) emulator.faults.add({ verb: 'create', resource: 'services', times: Infinity, probability: 0.3, fault: { kind: 'delay', ms } });
+  for (const ms of [1600, 800, 400])
+    emulator.faults.add({ verb: 'create', resource: 'services', times: Infinity, probability: 0.3, fault: { kind: 'delay', ms } });
   emulator.faults.add({ verb: 'create', resource: 'services', times: Infinity, fault: { kind: 'delay', ms: 100 } });
 }
 
 async function send(emulator: KubeEmulator, url: string, item: { pod: PodBody; service: string }): Promise<Outcome> {
   try {
     const reply = await postCloudEvent(url, { type: podEventType('add'), data: item.pod });
-    return { service: item.service, status: reply.status, serviceExistedAtAnswer: emulator.getObject('services', NS, item.service) !== undefined };
+    return {
+      service: item.service,
+      status: reply.status,
+      serviceExistedAtAnswer: emulator.getObject('services', NS, item.service) !== undefined,
+    };
   } catch {
-    return { service: item.service, status: 'connection error', serviceExistedAtAnswer: emulator.getObject('services', NS, item.service) !== undefined };
+    return {
+      service: item.service,
+      status: 'connection error',
+      serviceExistedAtAnswer: emulator.getObject('services', NS, item.service) !== undefined,
+    };
   }
 }
 
 function expectNothingAcknowledgedUndone(outcomes: readonly Outcome[]): void {
   for (const o of outcomes) {
     if (o.status === 'connection error') continue;
-    if (o.status >= 200 && o.status < 300) expect(o.serviceExistedAtAnswer, `${o.service} acknowledged ${o.status} without its Service`).toBe(true);
+    if (o.status >= 200 && o.status < 300)
+      expect(o.serviceExistedAtAnswer, `${o.service} acknowledged ${o.status} without its Service`).toBe(true);
     else expect(o.status, o.service).toBeGreaterThanOrEqual(500);
   }
 }
@@ -92,7 +109,16 @@ describe('graceful shutdown under load', () => {
     emulator.writeKubeconfig(kubeconfig);
     const port = await freePort();
     const child: ChildProcess = spawn(process.execPath, [entry], {
-      env: { ...process.env, KUBECONFIG: kubeconfig, PORT: String(port), WATCH_NAMESPACES: NS, BLOCK_MANAGER_PORT: '7079', LOG_LEVEL: 'info', EVENT_DEADLINE_MS: '4000', REQUEST_TIMEOUT_MS: '2000' },
+      env: {
+        ...process.env,
+        KUBECONFIG: kubeconfig,
+        PORT: String(port),
+        WATCH_NAMESPACES: NS,
+        BLOCK_MANAGER_PORT: '7079',
+        LOG_LEVEL: 'info',
+        EVENT_DEADLINE_MS: '4000',
+        REQUEST_TIMEOUT_MS: '2000',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
@@ -108,11 +134,25 @@ describe('graceful shutdown under load', () => {
       for (let i = 1; i <= 4; i++) {
         const appId = sparkAppId(10 + i);
         const driver = emulator.seed(driverPod({ namespace: NS, appId, name: `f${i}-driver` })) as PodBody;
-        const pod = emulator.seed(executorPod({ namespace: NS, appId, execId: '1', name: `f${i}-exec-1`, driver: { name: `f${i}-driver`, uid: driver.metadata.uid! } })) as PodBody;
+        const pod = emulator.seed(
+          executorPod({
+            namespace: NS,
+            appId,
+            execId: '1',
+            name: `f${i}-exec-1`,
+            driver: { name: `f${i}-driver`, uid: driver.metadata.uid! },
+          }),
+        ) as PodBody;
         load.push({ pod, service: executorServiceName(appId, '1') });
       }
       slowCreates(emulator);
-      emulator.faults.add({ verb: 'get', resource: 'pods', path: /\/pods\/f\d-driver$/, times: Infinity, fault: { kind: 'status', code: 503 } });
+      emulator.faults.add({
+        verb: 'get',
+        resource: 'pods',
+        path: /\/pods\/f\d-driver$/,
+        times: Infinity,
+        fault: { kind: 'status', code: 503 },
+      });
       const inFlight = load.map((item) => send(emulator, url, item));
       // SIGTERM once every event is inside the function — each load event sends exactly one (slow)
       // create; each failing event keeps reading its own driver — a request still queued in the

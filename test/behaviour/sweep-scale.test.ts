@@ -20,11 +20,24 @@ afterEach(async () => {
 
 it(`repairs a namespace of ${EXECUTORS} executors over bounded sweeps, each within its deadline`, { timeout: 400_000 }, async () => {
   const deadlineMs = 10_000;
-  h = await startHarness({ SWEEP_DEADLINE_MS: String(deadlineMs), SWEEP_PAGE_SIZE: '500', MAX_SERVICES_PER_NAMESPACE: String(EXECUTORS + 10), LOG_LEVEL: 'warn' });
+  h = await startHarness({
+    SWEEP_DEADLINE_MS: String(deadlineMs),
+    SWEEP_PAGE_SIZE: '500',
+    MAX_SERVICES_PER_NAMESPACE: String(EXECUTORS + 10),
+    LOG_LEVEL: 'warn',
+  });
   const appId = 'spark-5ca1ab1e5ca1ab1e5ca1ab1e5ca1ab1e';
   const driver = h.createPod(driverPod({ namespace: NS, appId, name: 'big-driver' }));
   for (let i = 1; i <= EXECUTORS; i++) {
-    h.createPod(executorPod({ namespace: NS, appId, execId: String(i), name: `big-exec-${i}`, driver: { name: 'big-driver', uid: driver.metadata.uid! } }));
+    h.createPod(
+      executorPod({
+        namespace: NS,
+        appId,
+        execId: String(i),
+        name: `big-exec-${i}`,
+        driver: { name: 'big-driver', uid: driver.metadata.uid! },
+      }),
+    );
   }
   const sweeps: Array<{ ms: number; reason: string | undefined }> = [];
   // At least 100 executors repaired per sweep on average, on a loaded 2-core machine.
@@ -48,5 +61,7 @@ it(`repairs a namespace of ${EXECUTORS} executors over bounded sweeps, each with
     if (reply.data?.reason?.includes('goes on') !== true) break;
   }
   expect(h.emulator.requests.filter((r) => r.verb === 'create' || r.verb === 'patch' || r.verb === 'delete')).toEqual([]);
-  console.log(`sweep-scale: ${EXECUTORS} executors repaired in ${sweeps.length} sweeps (${sweeps.map((s) => Math.round(s.ms)).join(', ')} ms)`);
+  console.log(
+    `sweep-scale: ${EXECUTORS} executors repaired in ${sweeps.length} sweeps (${sweeps.map((s) => Math.round(s.ms)).join(', ')} ms)`,
+  );
 });

@@ -22,7 +22,17 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findBinary, isRoot, run } from '../../proof/fast-fail/sys.ts';
 import { executorServiceName } from '../../shared/model/naming.ts';
-import { APP, argAfter, executorEnv, type ExecutorLayout, makeExecutorLayout, pathWith, POD_IP, type Result, runScript } from './executor-wrapper.ts';
+import {
+  APP,
+  argAfter,
+  executorEnv,
+  type ExecutorLayout,
+  makeExecutorLayout,
+  pathWith,
+  POD_IP,
+  type Result,
+  runScript,
+} from './executor-wrapper.ts';
 
 const PREFIX = 'sxs-dns-';
 const SEARCH = ['a.svc', 'b.svc', 'c.svc'];
@@ -128,7 +138,21 @@ describe('executor DNS wait against a DNS server that never answers (netns)', ()
     layout = makeExecutorLayout('exec-svc-dns-');
     noTimeoutBin = pathWith(
       join(layout.root, 'no-timeout-bin'),
-      ['sh', 'env', 'sed', 'sort', 'head', 'tr', 'sha256sum', 'cut', 'cat', 'sleep', 'date', 'getent', ...(findBinary('busybox') !== null ? ['busybox'] : [])],
+      [
+        'sh',
+        'env',
+        'sed',
+        'sort',
+        'head',
+        'tr',
+        'sha256sum',
+        'cut',
+        'cat',
+        'sleep',
+        'date',
+        'getent',
+        ...(findBinary('busybox') !== null ? ['busybox'] : []),
+      ],
       `${process.env.PATH ?? ''}:/usr/sbin:/usr/bin:/sbin:/bin`,
     );
     const busybox = findBinary('busybox');
@@ -136,7 +160,8 @@ describe('executor DNS wait against a DNS server that never answers (netns)', ()
     if (busybox !== null && getent !== null) {
       busyboxOnlyBin = join(layout.root, 'busybox-bin');
       mkdirSync(busyboxOnlyBin);
-      for (const applet of run(busybox, ['--list']).stdout.split('\n')) if (applet !== '') symlinkSync(busybox, join(busyboxOnlyBin, applet));
+      for (const applet of run(busybox, ['--list']).stdout.split('\n'))
+        if (applet !== '') symlinkSync(busybox, join(busyboxOnlyBin, applet));
       symlinkSync(getent, join(busyboxOnlyBin, 'getent'));
     }
     const add = run(ip, ['netns', 'add', name]);
@@ -223,7 +248,8 @@ describe('executor DNS wait against a DNS server that never answers (netns)', ()
       .map((line) => /^Q (\S+) (\d+\.\d+)$/.exec(line))
       .find((m) => m !== null && (m[1] === host || m[1]?.startsWith(`${host}.`)));
     const started = /^STARTED (\d+\.\d+)$/m.exec(r.stdout);
-    if (first?.[2] === undefined || started?.[1] === undefined) throw new Error(`no query for ${host}, or the entrypoint did not say when it started`);
+    if (first?.[2] === undefined || started?.[1] === undefined)
+      throw new Error(`no query for ${host}, or the entrypoint did not say when it started`);
     return Math.round((Number(started[1]) - Number(first[2])) * 1000);
   }
 
@@ -233,7 +259,9 @@ describe('executor DNS wait against a DNS server that never answers (netns)', ()
     expect(waited).toBeGreaterThanOrEqual(bound * 1000 - 100);
     expect(waited).toBeLessThanOrEqual(bound * 1000 + 200);
     expect(argAfter(r.args, '--hostname')).toBe(POD_IP);
-    const logLine = new RegExp(`${host.replaceAll('.', '\\.')} does not resolve after ${bound}\\.\\d\\ds \\((\\d+) look-up\\(s\\), 1 cut off unanswered by the DNS server\\)`);
+    const logLine = new RegExp(
+      `${host.replaceAll('.', '\\.')} does not resolve after ${bound}\\.\\d\\ds \\((\\d+) look-up\\(s\\), 1 cut off unanswered by the DNS server\\)`,
+    );
     expect(r.stderr).toMatch(logLine);
     // several look-ups answered "not found", then the one cut off
     expect(Number(logLine.exec(r.stderr)?.[1])).toBeGreaterThanOrEqual(3);
@@ -241,14 +269,20 @@ describe('executor DNS wait against a DNS server that never answers (netns)', ()
     expect(queries).toContain(`NX ${host}.${SEARCH[0]}\n`);
   }
 
-  it.skipIf(!pre.ok)(`an unbounded look-up of the Service name outlasts the bound: getent is still waiting after 4.5 s${skipReason}`, { timeout: 15_000 }, async () => {
-    const host = `${executorServiceName(APP, '99')}.jobs.svc`;
-    const r = await runScript(ip, ['netns', 'exec', name, 'timeout', '4.5', 'getent', 'hosts', host], { PATH: process.env.PATH ?? '/usr/bin:/bin' });
-    expect(r.code).toBe(124); // killed by timeout, not answered
-    expect(r.ms).toBeGreaterThanOrEqual(4400);
-    // ndots:5 sends the 2-dot name through the search path first
-    expect(queries).toContain(`Q ${host}.${SEARCH[0]} `);
-  });
+  it.skipIf(!pre.ok)(
+    `an unbounded look-up of the Service name outlasts the bound: getent is still waiting after 4.5 s${skipReason}`,
+    { timeout: 15_000 },
+    async () => {
+      const host = `${executorServiceName(APP, '99')}.jobs.svc`;
+      const r = await runScript(ip, ['netns', 'exec', name, 'timeout', '4.5', 'getent', 'hosts', host], {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+      });
+      expect(r.code).toBe(124); // killed by timeout, not answered
+      expect(r.ms).toBeGreaterThanOrEqual(4400);
+      // ndots:5 sends the 2-dot name through the search path first
+      expect(queries).toContain(`Q ${host}.${SEARCH[0]} `);
+    },
+  );
 
   describe.concurrent.each(shells)('under $name', ({ cmd }) => {
     for (const [bound, timer] of [
@@ -260,28 +294,42 @@ describe('executor DNS wait against a DNS server that never answers (netns)', ()
         const pathEnv = timer === 'watchdog' ? { PATH: noTimeoutBin } : {};
         const { host, result } = wrapperIn(cmd, { SPARK_EXEC_SVC_WAIT_SECONDS: String(bound), ...pathEnv });
         const r = await result;
-        console.log(`[dns-netns] ${cmd.join(' ')} bound ${bound} s (${timer}): ${(r.ms / 1000).toFixed(2)} s; ${r.stderr.trim().split('\n').at(-1)}`);
+        console.log(
+          `[dns-netns] ${cmd.join(' ')} bound ${bound} s (${timer}): ${(r.ms / 1000).toFixed(2)} s; ${r.stderr.trim().split('\n').at(-1)}`,
+        );
         expect(r.code).toBe(0);
         expect(r.ms).toBeGreaterThanOrEqual(bound * 1000 - 100);
         expect(r.ms).toBeLessThanOrEqual(bound * 1000 + 1000);
         expect(argAfter(r.args, '--hostname')).toBe(POD_IP);
         expect(r.args).not.toContain('--bind-address');
-        expect(r.stderr).toMatch(new RegExp(`${host.replaceAll('.', '\\.')} does not resolve after ${bound}\\.\\d\\ds \\(1 look-up\\(s\\), 1 cut off unanswered by the DNS server\\)`));
+        expect(r.stderr).toMatch(
+          new RegExp(
+            `${host.replaceAll('.', '\\.')} does not resolve after ${bound}\\.\\d\\ds \\(1 look-up\\(s\\), 1 cut off unanswered by the DNS server\\)`,
+          ),
+        );
         // the look-ups did reach the (silent) DNS server, through the search path
         expect(queries).toContain(`Q ${host}.${SEARCH[0]} `);
       });
     }
 
     for (const timer of ['timeout', 'watchdog'] as const) {
-      it.skipIf(!pre.ok)(`"not found", then no answer: the cut-off look-up ends the wait within 3 s + 0.2 s (${timer})${skipReason}`, { timeout: 20_000 }, async () => {
-        const pathEnv = timer === 'watchdog' ? { PATH: noTimeoutBin } : {};
-        const { host, result } = wrapperIn(cmd, { SPARK_EXEC_SVC_WAIT_SECONDS: '3', SPARK_EXEC_SVC_WAIT_INTERVAL: NOT_FOUND_INTERVAL, FAKE_ENTRYPOINT_UPTIME: '1', ...pathEnv }, (h) =>
-          notFoundThenSilent(h, NOT_FOUND_MS),
-        );
-        const r = await result;
-        console.log(`[dns-netns] ${cmd.join(' ')} "not found" then silent, bound 3 s (${timer}): wait ${(waitMs(r, host) / 1000).toFixed(2)} s, run ${(r.ms / 1000).toFixed(2)} s; ${r.stderr.trim().split('\n').at(-1)}`);
-        expectCutOffWithinBound(r, host, 3);
-      });
+      it.skipIf(!pre.ok)(
+        `"not found", then no answer: the cut-off look-up ends the wait within 3 s + 0.2 s (${timer})${skipReason}`,
+        { timeout: 20_000 },
+        async () => {
+          const pathEnv = timer === 'watchdog' ? { PATH: noTimeoutBin } : {};
+          const { host, result } = wrapperIn(
+            cmd,
+            { SPARK_EXEC_SVC_WAIT_SECONDS: '3', SPARK_EXEC_SVC_WAIT_INTERVAL: NOT_FOUND_INTERVAL, FAKE_ENTRYPOINT_UPTIME: '1', ...pathEnv },
+            (h) => notFoundThenSilent(h, NOT_FOUND_MS),
+          );
+          const r = await result;
+          console.log(
+            `[dns-netns] ${cmd.join(' ')} "not found" then silent, bound 3 s (${timer}): wait ${(waitMs(r, host) / 1000).toFixed(2)} s, run ${(r.ms / 1000).toFixed(2)} s; ${r.stderr.trim().split('\n').at(-1)}`,
+          );
+          expectCutOffWithinBound(r, host, 3);
+        },
+      );
     }
 
     it.skipIf(!pre.ok)(`fails within the bound + 1 s with SPARK_EXEC_SVC_ON_TIMEOUT=fail${skipReason}`, { timeout: 20_000 }, async () => {
@@ -301,11 +349,20 @@ describe('executor DNS wait against a DNS server that never answers (netns)', ()
     `"not found", then no answer: within 3 s + 0.2 s under busybox sh with busybox's own tools, its whole-second timeout included${skipReason}${busyboxTools ? '' : ' (SKIPPED: no busybox)'}`,
     { timeout: 20_000 },
     async () => {
-      const { host, result } = wrapperIn([busyboxBinary ?? 'busybox', 'sh'], { SPARK_EXEC_SVC_WAIT_SECONDS: '3', SPARK_EXEC_SVC_WAIT_INTERVAL: NOT_FOUND_INTERVAL, FAKE_ENTRYPOINT_UPTIME: '1', PATH: busyboxOnlyBin }, (h) =>
-        notFoundThenSilent(h, NOT_FOUND_MS),
+      const { host, result } = wrapperIn(
+        [busyboxBinary ?? 'busybox', 'sh'],
+        {
+          SPARK_EXEC_SVC_WAIT_SECONDS: '3',
+          SPARK_EXEC_SVC_WAIT_INTERVAL: NOT_FOUND_INTERVAL,
+          FAKE_ENTRYPOINT_UPTIME: '1',
+          PATH: busyboxOnlyBin,
+        },
+        (h) => notFoundThenSilent(h, NOT_FOUND_MS),
       );
       const r = await result;
-      console.log(`[dns-netns] busybox sh, busybox's tools, "not found" then silent, bound 3 s: wait ${(waitMs(r, host) / 1000).toFixed(2)} s, run ${(r.ms / 1000).toFixed(2)} s; ${r.stderr.trim().split('\n').at(-1)}`);
+      console.log(
+        `[dns-netns] busybox sh, busybox's tools, "not found" then silent, bound 3 s: wait ${(waitMs(r, host) / 1000).toFixed(2)} s, run ${(r.ms / 1000).toFixed(2)} s; ${r.stderr.trim().split('\n').at(-1)}`,
+      );
       expectCutOffWithinBound(r, host, 3);
     },
   );

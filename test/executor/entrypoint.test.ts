@@ -128,7 +128,11 @@ describe.concurrent.each(shells)('executor-entrypoint.sh under $name', ({ cmd, n
     const host = `${executorServiceName(app, '12')}.${ns}-a.svc`;
     expect(host).toMatch(/^svc-my-spark-app-exec-12-h[0-9a-f]{10}\.[a-z-]+\.svc$/);
     resolvable(host);
-    const r = await runWrapper(cmd, ['executor'], env({ SPARK_APPLICATION_ID: app, SPARK_EXECUTOR_ID: '12', SPARK_EXECUTOR_NAMESPACE: `${ns}-a` }));
+    const r = await runWrapper(
+      cmd,
+      ['executor'],
+      env({ SPARK_APPLICATION_ID: app, SPARK_EXECUTOR_ID: '12', SPARK_EXECUTOR_NAMESPACE: `${ns}-a` }),
+    );
     expect(argAfter(r.args, '--hostname')).toBe(host);
     expect(argAfter(r.args, '--bind-address')).toBe(POD_IP);
   });
@@ -156,16 +160,28 @@ describe.concurrent.each(shells)('executor-entrypoint.sh under $name', ({ cmd, n
   }, 15_000);
 
   it('fails or advertises anyway on timeout when told to', async () => {
-    const fail = await runWrapper(cmd, ['executor'], env({ SPARK_EXECUTOR_ID: '10', SPARK_EXEC_SVC_WAIT_SECONDS: '1', SPARK_EXEC_SVC_ON_TIMEOUT: 'fail' }));
+    const fail = await runWrapper(
+      cmd,
+      ['executor'],
+      env({ SPARK_EXECUTOR_ID: '10', SPARK_EXEC_SVC_WAIT_SECONDS: '1', SPARK_EXEC_SVC_ON_TIMEOUT: 'fail' }),
+    );
     expect(fail.code).toBe(1);
     expect(fail.stdout).toBe('');
-    const anyway = await runWrapper(cmd, ['executor'], env({ SPARK_EXECUTOR_ID: '10', SPARK_EXEC_SVC_WAIT_SECONDS: '1', SPARK_EXEC_SVC_ON_TIMEOUT: 'advertise' }));
+    const anyway = await runWrapper(
+      cmd,
+      ['executor'],
+      env({ SPARK_EXECUTOR_ID: '10', SPARK_EXEC_SVC_WAIT_SECONDS: '1', SPARK_EXEC_SVC_ON_TIMEOUT: 'advertise' }),
+    );
     expect(argAfter(anyway.args, '--hostname')).toBe(`${executorServiceName(APP, '10')}.${ns}.svc`);
     expect(argAfter(anyway.args, '--bind-address')).toBe(POD_IP);
   }, 15_000);
 
   it('does not wait with SPARK_EXEC_SVC_WAIT_SECONDS=0 and honours a bind-address override', async () => {
-    const r = await runWrapper(cmd, ['executor'], env({ SPARK_EXECUTOR_ID: '11', SPARK_EXEC_SVC_WAIT_SECONDS: '0', SPARK_EXEC_SVC_BIND_ADDRESS: '0.0.0.0' }));
+    const r = await runWrapper(
+      cmd,
+      ['executor'],
+      env({ SPARK_EXECUTOR_ID: '11', SPARK_EXEC_SVC_WAIT_SECONDS: '0', SPARK_EXEC_SVC_BIND_ADDRESS: '0.0.0.0' }),
+    );
     expect(r.ms).toBeLessThan(3000);
     expect(argAfter(r.args, '--hostname')).toBe(`${executorServiceName(APP, '11')}.${ns}.svc`);
     expect(argAfter(r.args, '--bind-address')).toBe('0.0.0.0');
@@ -197,7 +213,12 @@ describe.concurrent.each(shells)('executor-entrypoint.sh under $name', ({ cmd, n
     // Which -D the JVM keeps depends on the image: Spark's entrypoint sorts SPARK_JAVA_OPT_* by
     // number (_2 before _10, so 7100 would win), the official images expand them lexically
     // (_10 before _2, so 7079 would win). The fake entrypoint does either.
-    const opts = { SPARK_EXECUTOR_ID: '14', SPARK_JAVA_OPT_1: undefined, SPARK_JAVA_OPT_2: '-Dspark.blockManager.port=7079', SPARK_JAVA_OPT_10: '-Dspark.blockManager.port=7100' };
+    const opts = {
+      SPARK_EXECUTOR_ID: '14',
+      SPARK_JAVA_OPT_1: undefined,
+      SPARK_JAVA_OPT_2: '-Dspark.blockManager.port=7079',
+      SPARK_JAVA_OPT_10: '-Dspark.blockManager.port=7100',
+    };
     for (const order of ['numeric', 'lexical']) {
       const r = await runWrapper(cmd, ['executor'], env({ ...opts, FAKE_OPT_ORDER: order }));
       expect(r.code).toBe(0);
@@ -215,11 +236,15 @@ describe.concurrent.each(shells)('executor-entrypoint.sh under $name', ({ cmd, n
     expect(same.stderr).toContain(`advertising ${host}:7079`);
   });
 
-  it('keeps a user spark.port.maxRetries from moving the block manager: the shim\'s -D comes last', async () => {
+  it("keeps a user spark.port.maxRetries from moving the block manager: the shim's -D comes last", async () => {
     const host = `${executorServiceName(APP, '15')}.${ns}.svc`;
     resolvable(host);
     for (const order of ['numeric', 'lexical']) {
-      const r = await runWrapper(cmd, ['executor'], env({ SPARK_EXECUTOR_ID: '15', SPARK_JAVA_OPT_2: '-Dspark.port.maxRetries=32', FAKE_OPT_ORDER: order }));
+      const r = await runWrapper(
+        cmd,
+        ['executor'],
+        env({ SPARK_EXECUTOR_ID: '15', SPARK_JAVA_OPT_2: '-Dspark.port.maxRetries=32', FAKE_OPT_ORDER: order }),
+      );
       expect(argAfter(r.args, '--hostname')).toBe(host);
       const retries = r.args.filter((a) => a.startsWith('-Dspark.port.maxRetries='));
       expect(retries).toEqual(['-Dspark.port.maxRetries=32', '-Dspark.port.maxRetries=0']);
@@ -245,7 +270,16 @@ describe.concurrent.each(shells)('executor-entrypoint.sh under $name', ({ cmd, n
       const host = `${executorServiceName(APP, '16')}.${ns}.svc`;
       resolvable(host);
       const run = (port: number, extra: Record<string, string | undefined> = {}) =>
-        runWrapper(cmd, ['executor'], env({ SPARK_EXECUTOR_ID: '16', SPARK_EXECUTOR_POD_IP: '127.0.0.1', SPARK_JAVA_OPT_1: `-Dspark.blockManager.port=${port}`, ...extra }));
+        runWrapper(
+          cmd,
+          ['executor'],
+          env({
+            SPARK_EXECUTOR_ID: '16',
+            SPARK_EXECUTOR_POD_IP: '127.0.0.1',
+            SPARK_JAVA_OPT_1: `-Dspark.blockManager.port=${port}`,
+            ...extra,
+          }),
+        );
       const expectTaken = (r: Result, port: number, podIp = '127.0.0.1') => {
         expect(r.code).toBe(0);
         expect(argAfter(r.args, '--hostname')).toBe(podIp);
@@ -313,7 +347,11 @@ describe.concurrent.each(shells)('executor-entrypoint.sh under $name', ({ cmd, n
   for (const timer of ['timeout', 'watchdog'] as const) {
     it(`bounds the DNS wait when a look-up never returns (${timer})`, async () => {
       const pathEnv = timer === 'timeout' ? {} : { PATH: `${fakeBin}:${noTimeoutBin}` };
-      const r = await runWrapper(cmd, ['executor'], env({ SPARK_EXECUTOR_ID: '18', SPARK_EXEC_SVC_WAIT_SECONDS: '2', FAKE_DNS_HANG: '30', ...pathEnv }));
+      const r = await runWrapper(
+        cmd,
+        ['executor'],
+        env({ SPARK_EXECUTOR_ID: '18', SPARK_EXEC_SVC_WAIT_SECONDS: '2', FAKE_DNS_HANG: '30', ...pathEnv }),
+      );
       expect(r.code).toBe(0);
       expect(r.ms).toBeGreaterThanOrEqual(1900);
       expect(r.ms).toBeLessThan(3000);
@@ -328,7 +366,12 @@ describe.concurrent.each(shells)('executor-entrypoint.sh under $name', ({ cmd, n
     const r = await runWrapper(
       cmd,
       ['executor'],
-      env({ SPARK_EXECUTOR_ID: '19', SPARK_EXEC_SVC_WAIT_SECONDS: '2', SPARK_EXEC_SVC_WAIT_INTERVAL: '0.3', PATH: `${fakeBin}:${wholeSleepBin}:${noTimeoutBin}` }),
+      env({
+        SPARK_EXECUTOR_ID: '19',
+        SPARK_EXEC_SVC_WAIT_SECONDS: '2',
+        SPARK_EXEC_SVC_WAIT_INTERVAL: '0.3',
+        PATH: `${fakeBin}:${wholeSleepBin}:${noTimeoutBin}`,
+      }),
     );
     expect(r.code).toBe(0);
     expect(r.ms).toBeGreaterThanOrEqual(1900);
@@ -469,7 +512,16 @@ async function signalDuringWait(
       await sleep(20);
       leftovers = processesWithEnv('SPARK_EXEC_SVC_TEST_MARK', mark);
     }
-    return { code: exit.code, signal: exit.signal, stdout, stderr, sentAtMs: sentAt - firstLookUp, exitAfterMs: exit.at - sentAt, nsPid, leftovers };
+    return {
+      code: exit.code,
+      signal: exit.signal,
+      stdout,
+      stderr,
+      sentAtMs: sentAt - firstLookUp,
+      exitAfterMs: exit.at - sentAt,
+      nsPid,
+      leftovers,
+    };
   } finally {
     // whatever happened: nothing of this run survives it
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
@@ -534,7 +586,10 @@ describe('java-shim.sh', () => {
   }
 
   it('leaves every other java command alone and restores JAVA_HOME', async () => {
-    const r = await shim(['-version', '--hostname', 'x'], { SPARK_EXEC_SVC_ADVERTISE_HOST: 'svc-a.ns.svc', SPARK_EXEC_SVC_REAL_JAVA_HOME: jdk });
+    const r = await shim(['-version', '--hostname', 'x'], {
+      SPARK_EXEC_SVC_ADVERTISE_HOST: 'svc-a.ns.svc',
+      SPARK_EXEC_SVC_REAL_JAVA_HOME: jdk,
+    });
     expect(r.args).toEqual(['-version', '--hostname', 'x']);
     expect(r.javaHome).toBe(jdk);
     const unset = await shim(['-version'], {});
@@ -561,7 +616,15 @@ describe('java-shim.sh', () => {
   it('keeps arguments with spaces and shell characters intact', async () => {
     const tricky = ['-Dspark.x=a b', '$(id)', '*', "it's", BACKEND, '--hostname', 'fd00::7'];
     const r = await shim(tricky, { SPARK_EXEC_SVC_ADVERTISE_HOST: 'svc-a.ns.svc' });
-    expect(r.args).toEqual([...tricky.slice(0, 4), '-Dspark.port.maxRetries=0', BACKEND, '--hostname', 'svc-a.ns.svc', '--bind-address', 'fd00::7']);
+    expect(r.args).toEqual([
+      ...tricky.slice(0, 4),
+      '-Dspark.port.maxRetries=0',
+      BACKEND,
+      '--hostname',
+      'svc-a.ns.svc',
+      '--bind-address',
+      'fd00::7',
+    ]);
   });
 
   it('rewrites nothing when the JVM would not get the port the Service forwards', async () => {
@@ -580,14 +643,24 @@ describe('java-shim.sh', () => {
     const after = await shim(['-Dspark.blockManager.port=7079', BACKEND, '--hostname', '10.0.0.9', '-Dspark.blockManager.port=7100'], env);
     expect(argAfter(after.args, '--hostname')).toBe('svc-a.ns.svc');
     const ok = await shim(['-Dspark.blockManager.port=7100', '-Dspark.blockManager.port=7079', BACKEND, '--hostname', '10.0.0.9'], env);
-    expect(ok.args).toEqual(['-Dspark.blockManager.port=7100', '-Dspark.blockManager.port=7079', '-Dspark.port.maxRetries=0', BACKEND, '--hostname', 'svc-a.ns.svc', '--bind-address', '10.0.0.9']);
+    expect(ok.args).toEqual([
+      '-Dspark.blockManager.port=7100',
+      '-Dspark.blockManager.port=7079',
+      '-Dspark.port.maxRetries=0',
+      BACKEND,
+      '--hostname',
+      'svc-a.ns.svc',
+      '--bind-address',
+      '10.0.0.9',
+    ]);
   });
 });
 
 describe('pod template and ConfigMap', () => {
-  const kustomization = loadYaml<{ configMapGenerator: { name: string; files: string[] }[]; generatorOptions: { disableNameSuffixHash: boolean } }>(
-    readFileSync(join(SPARK_DIR, 'kustomization.yaml'), 'utf8'),
-  );
+  const kustomization = loadYaml<{
+    configMapGenerator: { name: string; files: string[] }[];
+    generatorOptions: { disableNameSuffixHash: boolean };
+  }>(readFileSync(join(SPARK_DIR, 'kustomization.yaml'), 'utf8'));
   const generator = kustomization.configMapGenerator[0];
 
   it('runs the wrapper as command, without args, with the namespace, opt-in label and no service links', () => {
@@ -600,8 +673,17 @@ describe('pod template and ConfigMap', () => {
       metadata: { labels: Record<string, string> };
       spec: {
         enableServiceLinks: boolean;
-        containers: { name: string; command: string[]; args?: string[]; env: EnvVar[]; volumeMounts: { name: string; mountPath: string }[] }[];
-        volumes: { name: string; configMap: { name: string; optional?: boolean; defaultMode: number; items: { key: string; path: string }[] } }[];
+        containers: {
+          name: string;
+          command: string[];
+          args?: string[];
+          env: EnvVar[];
+          volumeMounts: { name: string; mountPath: string }[];
+        }[];
+        volumes: {
+          name: string;
+          configMap: { name: string; optional?: boolean; defaultMode: number; items: { key: string; path: string }[] };
+        }[];
       };
     }
     const pod = loadYaml<Template>(readFileSync(join(SPARK_DIR, 'executor-pod-template.yaml'), 'utf8'));

@@ -63,9 +63,7 @@ function lineSafe(s: string): boolean {
 
 const hex32 = fc.stringMatching(/^[0-9a-f]{32}$/);
 const execId = fc.integer({ min: 1, max: 100_000 }).map(String);
-const labelValueChars = fc.constantFrom(
-  ...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-'.split(''),
-);
+const labelValueChars = fc.constantFrom(...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-'.split(''));
 const lowerChars = fc.constantFrom(...'abcdefghijklmnopqrstuvwxyz0123456789-'.split(''));
 
 function sample<T>(arb: fc.Arbitrary<T>, numRuns: number, seed: number): T[] {
@@ -121,7 +119,7 @@ function edgeCases(): Case[] {
     { app: 'app name with spaces', exec: '3' },
     { app: '$(echo pwned)', exec: '`id`' }, // never evaluated
     { app: '%s%d%%', exec: '\\n' }, // printf directives and backslashes are data
-    { app: "quote'\"", exec: '*' },
+    { app: 'quote\'"', exec: '*' },
     { app: '-n', exec: '-e' }, // look like options
     { app: 'EXECID', exec: 'EXECID' },
     { app: 'x'.repeat(200), exec: '1' },
@@ -199,19 +197,27 @@ describe('spark/exec-svc-name.sh equals executorServiceName', () => {
     console.info(`sh: ${cases.length} names in ${result.ms} ms`);
   }, 60_000);
 
-  it.skipIf(!dashAvailable || shIsDash)('under dash: every name byte for byte', async () => {
-    const result = await runs.get('dash');
-    if (result === undefined) throw new Error('dash was not started');
-    checkBatch(result);
-  }, 60_000);
+  it.skipIf(!dashAvailable || shIsDash)(
+    'under dash: every name byte for byte',
+    async () => {
+      const result = await runs.get('dash');
+      if (result === undefined) throw new Error('dash was not started');
+      checkBatch(result);
+    },
+    60_000,
+  );
 
   // busybox is optional on developer machines: `apt-get install -y busybox` enables this case
-  it.skipIf(!busyboxAvailable)('under busybox sh with busybox tr and sha256sum: every name byte for byte', async () => {
-    const result = await runs.get('busybox');
-    if (result === undefined) throw new Error('busybox sh was not started');
-    checkBatch(result);
-    console.info(`busybox sh: ${cases.length} names in ${result.ms} ms`);
-  }, 60_000);
+  it.skipIf(!busyboxAvailable)(
+    'under busybox sh with busybox tr and sha256sum: every name byte for byte',
+    async () => {
+      const result = await runs.get('busybox');
+      if (result === undefined) throw new Error('busybox sh was not started');
+      checkBatch(result);
+      console.info(`busybox sh: ${cases.length} names in ${result.ms} ms`);
+    },
+    60_000,
+  );
 
   it('argument mode gives the same names, newlines included', async () => {
     const argCases: Case[] = [

@@ -8,9 +8,23 @@ import type { KubeEmulator } from '../../packages/kube-emulator/index.ts';
 import { executorServiceName } from '../../shared/model/naming.ts';
 import { podEventType, podSubject, postCloudEvent, postSweep, sleep } from '../../testkit/apiserversource.ts';
 import type { Harness } from '../../testkit/harness.ts';
-import { APP, EXEC, EXECUTOR_POD, EXECUTOR_UID, GONE_AT, MANAGED_BY, type Obj, type Ref, controllerPod, optedIn, selectsExactly, shapeProblems, terminal } from '../../testkit/oracle.ts';
+import {
+  APP,
+  EXEC,
+  EXECUTOR_POD,
+  EXECUTOR_UID,
+  GONE_AT,
+  MANAGED_BY,
+  type Obj,
+  type Ref,
+  controllerPod,
+  optedIn,
+  selectsExactly,
+  shapeProblems,
+  terminal,
+} from '../../testkit/oracle.ts';
 import { OPT_IN, type PodBody, driverPod, executorPod, nonSparkPod, sparkAppId } from '../../testkit/spark-pods.ts';
-import type { Proxy } from './recording-proxy.ts';
+import type { Proxy as RecordingProxy } from './recording-proxy.ts';
 import { type Rng, chance, deliver, int, pick, rngFrom, shuffle } from './world.ts';
 
 export const RUNS = Number(process.env['PROPERTY_RUNS'] ?? 12);
@@ -33,8 +47,20 @@ export const SQUATTED = { appId: 'nightly-etl', execId: '3' };
 
 // ---- totals, for the summary line ---------------------------------------------------------------
 
-export const totals = { runs: 0, steps: 0, events: 0, deliveries: 0, lost: 0, redelivered: 0, forged: 0, sweeps: 0, checks: 0, serviceAssertions: 0, tenants: 0, writes: 0 };
-
+export const totals = {
+  runs: 0,
+  steps: 0,
+  events: 0,
+  deliveries: 0,
+  lost: 0,
+  redelivered: 0,
+  forged: 0,
+  sweeps: 0,
+  checks: 0,
+  serviceAssertions: 0,
+  tenants: 0,
+  writes: 0,
+};
 
 // ---- the model ------------------------------------------------------------------------------------
 
@@ -103,7 +129,7 @@ export class ModelRun {
   readonly seed: number;
   private readonly rng: Rng;
   private readonly emulator: KubeEmulator;
-  private readonly proxy: Proxy;
+  private readonly proxy: RecordingProxy;
   private readonly instances: readonly Harness[];
   private readonly clock: { now: number };
   private readonly foreign: Map<string, string>;
@@ -121,7 +147,14 @@ export class ModelRun {
   private readonly trace: string[] = [];
   readonly violations: string[] = [];
 
-  constructor(seed: number, emulator: KubeEmulator, proxy: Proxy, instances: readonly Harness[], clock: { now: number }, foreign: Map<string, string>) {
+  constructor(
+    seed: number,
+    emulator: KubeEmulator,
+    proxy: RecordingProxy,
+    instances: readonly Harness[],
+    clock: { now: number },
+    foreign: Map<string, string>,
+  ) {
     this.seed = seed;
     this.rng = rngFrom(seed);
     this.emulator = emulator;
@@ -218,7 +251,8 @@ export class ModelRun {
         totals.lost++;
         continue;
       }
-      for (let copies = chance(this.rng, 0.2) ? 2 : 1; copies > 0; copies--) this.queue.push({ event, due: this.stepNo + int(this.rng, 0, 3) });
+      for (let copies = chance(this.rng, 0.2) ? 2 : 1; copies > 0; copies--)
+        this.queue.push({ event, due: this.stepNo + int(this.rng, 0, 3) });
     }
   }
 
@@ -252,14 +286,21 @@ export class ModelRun {
       }
     }
     const optIn: OptInMode =
-      mode === 'client' ? (chance(this.rng, 0.8) ? 'driver' : 'executors') : pick(this.rng, ['driver', 'driver', 'executors', 'some', 'late', 'none'] as const);
+      mode === 'client'
+        ? chance(this.rng, 0.8)
+          ? 'driver'
+          : 'executors'
+        : pick(this.rng, ['driver', 'driver', 'executors', 'some', 'late', 'none'] as const);
     const maxExec = int(this.rng, 2, 8);
     const owned = mode === 'cluster' || chance(this.rng, 0.85);
     const byAnnotation = chance(this.rng, 0.25);
     return {
       label: `start run ${id}`,
       mutation: () => {
-        if (this.pod(ownerName) !== undefined) this.mutate(`delete the previous ${ownerName} (same name for the new run)`, () => this.emulator.deleteObject('pods', NS, ownerName));
+        if (this.pod(ownerName) !== undefined)
+          this.mutate(`delete the previous ${ownerName} (same name for the new run)`, () =>
+            this.emulator.deleteObject('pods', NS, ownerName),
+          );
         const how = `${optIn}${optIn === 'driver' && byAnnotation ? ' (annotation)' : ''}${owned ? '' : ', executors without owner reference'}`;
         this.mutate(`start run ${id}: ${mode} ${appId} owner ${ownerName} opt-in ${how}`, () => {
           let body: PodBody;
@@ -270,7 +311,17 @@ export class ModelRun {
           }
           if (optIn === 'driver' && byAnnotation) body.metadata.annotations = { ...OPT_IN };
           const created = this.emulator.seed(body) as Obj;
-          this.runs.push({ id, appId, mode, owner: { name: ownerName, uid: created.metadata.uid! }, optIn, podPrefix, owned, maxExec, nextExec: 1 });
+          this.runs.push({
+            id,
+            appId,
+            mode,
+            owner: { name: ownerName, uid: created.metadata.uid! },
+            optIn,
+            podPrefix,
+            owned,
+            maxExec,
+            nextExec: 1,
+          });
         });
       },
     };
@@ -289,46 +340,49 @@ export class ModelRun {
     return {
       label: `add ${name}`,
       mutation: () =>
-        this.mutate(`add ${name} (${phase}, port ${port} from ${portFrom}${optIn ? (byAnnotation ? ', opted in (annotation)' : ', opted in') : ''}${graceful ? ', finalizer' : ''})`, () => {
-          const body = executorPod({
-            namespace: NS,
-            appId: run.appId,
-            execId,
-            name,
-            driver: run.owned ? run.owner : undefined,
-            optIn: optIn && !byAnnotation,
-            phase,
-            blockManagerPort: portFrom === 'java-opt' ? port : undefined,
-          });
-          body.metadata.annotations = {
-            ...(byAnnotation ? OPT_IN : {}),
-            ...(portFrom === 'annotation' ? { 'spark-exec-svc/block-manager-port': String(port) } : {}),
-          };
-          if (graceful) (body.metadata as Record<string, unknown>)['finalizers'] = ['model.test/graceful'];
-          const created = this.emulator.seed(body) as Obj;
-          const ownerPod = this.livePod(run.owner);
-          const x: Exec = {
-            run,
-            appId: run.appId,
-            execId,
-            name,
-            uid: created.metadata.uid!,
-            graceful,
-            port,
-            lateOptIn: run.optIn === 'late',
-            // Issue 17: only a running executor claims its slot (phase Running: the kubelet's).
-            eligibleSince: (optIn || (ownerPod !== undefined && optedIn(ownerPod))) && phase === 'Running' ? this.version : undefined,
-            covered: false,
-            contested: false,
-          };
-          // A tenant's copy that could be served already claims this slot: the function cannot tell them apart.
-          for (const t of this.liveTenants()) {
-            const pod = this.pod(t.name);
-            if (t.appId === x.appId && t.execId === x.execId && pod !== undefined && this.couldBeServed(pod)) x.contested = true;
-          }
-          this.execs.push(x);
-          this.execByUid.set(x.uid, x);
-        }),
+        this.mutate(
+          `add ${name} (${phase}, port ${port} from ${portFrom}${optIn ? (byAnnotation ? ', opted in (annotation)' : ', opted in') : ''}${graceful ? ', finalizer' : ''})`,
+          () => {
+            const body = executorPod({
+              namespace: NS,
+              appId: run.appId,
+              execId,
+              name,
+              driver: run.owned ? run.owner : undefined,
+              optIn: optIn && !byAnnotation,
+              phase,
+              blockManagerPort: portFrom === 'java-opt' ? port : undefined,
+            });
+            body.metadata.annotations = {
+              ...(byAnnotation ? OPT_IN : {}),
+              ...(portFrom === 'annotation' ? { 'spark-exec-svc/block-manager-port': String(port) } : {}),
+            };
+            if (graceful) (body.metadata as Record<string, unknown>)['finalizers'] = ['model.test/graceful'];
+            const created = this.emulator.seed(body) as Obj;
+            const ownerPod = this.livePod(run.owner);
+            const x: Exec = {
+              run,
+              appId: run.appId,
+              execId,
+              name,
+              uid: created.metadata.uid!,
+              graceful,
+              port,
+              lateOptIn: run.optIn === 'late',
+              // Issue 17: only a running executor claims its slot (phase Running: the kubelet's).
+              eligibleSince: (optIn || (ownerPod !== undefined && optedIn(ownerPod))) && phase === 'Running' ? this.version : undefined,
+              covered: false,
+              contested: false,
+            };
+            // A tenant's copy that could be served already claims this slot: the function cannot tell them apart.
+            for (const t of this.liveTenants()) {
+              const pod = this.pod(t.name);
+              if (t.appId === x.appId && t.execId === x.execId && pod !== undefined && this.couldBeServed(pod)) x.contested = true;
+            }
+            this.execs.push(x);
+            this.execByUid.set(x.uid, x);
+          },
+        ),
     };
   }
 
@@ -349,7 +403,8 @@ export class ModelRun {
           if (late) x.lateOptIn = false;
           // Eligible once opted in (itself or its owner) and running, whichever came last.
           const now = this.pod(x.name);
-          if (x.eligibleSince === undefined && now !== undefined && now.status?.phase === 'Running' && this.couldBeServed(now)) x.eligibleSince = this.version;
+          if (x.eligibleSince === undefined && now !== undefined && now.status?.phase === 'Running' && this.couldBeServed(now))
+            x.eligibleSince = this.version;
         }),
     };
   }
@@ -359,15 +414,21 @@ export class ModelRun {
     return {
       label: `end ${x.name}`,
       mutation: () =>
-        this.mutate(`${how === 'graceful' ? 'graceful delete (deletionTimestamp)' : how === 'delete' ? 'delete' : `phase ${how}`} ${x.name}`, () => {
-          if (how === 'graceful' || how === 'delete') this.emulator.deleteObject('pods', NS, x.name);
-          else this.emulator.patchObject('pods', NS, x.name, { status: { phase: how } });
-        }),
+        this.mutate(
+          `${how === 'graceful' ? 'graceful delete (deletionTimestamp)' : how === 'delete' ? 'delete' : `phase ${how}`} ${x.name}`,
+          () => {
+            if (how === 'graceful' || how === 'delete') this.emulator.deleteObject('pods', NS, x.name);
+            else this.emulator.patchObject('pods', NS, x.name, { status: { phase: how } });
+          },
+        ),
     };
   }
 
   private deleteEnded(name: string): Step {
-    return { label: `delete ended ${name}`, mutation: () => this.mutate(`delete ended pod ${name}`, () => this.emulator.deleteObject('pods', NS, name)) };
+    return {
+      label: `delete ended ${name}`,
+      mutation: () => this.mutate(`delete ended pod ${name}`, () => this.emulator.deleteObject('pods', NS, name)),
+    };
   }
 
   private finishRun(run: Run): Step {
@@ -378,7 +439,8 @@ export class ModelRun {
           this.emulator.patchObject('pods', NS, run.owner.name, { status: { phase: 'Succeeded' } });
           for (const x of this.execs) {
             const pod = this.emulator.getObject('pods', NS, x.name) as Obj | undefined;
-            if (x.run === run && pod?.metadata.uid === x.uid && pod.metadata.deletionTimestamp === undefined) this.emulator.deleteObject('pods', NS, x.name);
+            if (x.run === run && pod?.metadata.uid === x.uid && pod.metadata.deletionTimestamp === undefined)
+              this.emulator.deleteObject('pods', NS, x.name);
           }
         }),
     };
@@ -387,7 +449,8 @@ export class ModelRun {
   private deleteOwner(run: Run): Step {
     return {
       label: `delete ${run.owner.name}`,
-      mutation: () => this.mutate(`delete owner ${run.owner.name} of run ${run.id} (GC)`, () => this.emulator.deleteObject('pods', NS, run.owner.name)),
+      mutation: () =>
+        this.mutate(`delete owner ${run.owner.name} of run ${run.id} (GC)`, () => this.emulator.deleteObject('pods', NS, run.owner.name)),
     };
   }
 
@@ -417,17 +480,22 @@ export class ModelRun {
             const created = this.emulator.seed(owner) as Obj;
             body.metadata.ownerReferences = [{ apiVersion: 'v1', kind: 'Pod', name: ctl, uid: created.metadata.uid!, controller: true }];
           }
-          if (kind === 'victim-driver') body.metadata.ownerReferences = [{ apiVersion: 'v1', kind: 'Pod', name: victim.run.owner.name, uid: victim.run.owner.uid, controller: true }];
+          if (kind === 'victim-driver')
+            body.metadata.ownerReferences = [
+              { apiVersion: 'v1', kind: 'Pod', name: victim.run.owner.name, uid: victim.run.owner.uid, controller: true },
+            ];
           if (kind === 'dangling-owner') (body.metadata as Record<string, unknown>)['finalizers'] = ['model.test/tenant'];
           uid = (this.emulator.seed(body) as Obj).metadata.uid!;
         });
         // Its owner goes; the finalizer keeps the copy, terminating, with a dangling owner reference.
-        if (kind === 'dangling-owner') this.mutate(`delete ${ctl} (the owner of ${name})`, () => this.emulator.deleteObject('pods', NS, ctl!));
+        if (kind === 'dangling-owner')
+          this.mutate(`delete ${ctl} (the owner of ${name})`, () => this.emulator.deleteObject('pods', NS, ctl!));
         this.tenants.push({ name, uid, appId: victim.appId, execId: victim.execId, kind, ctl });
         totals.tenants++;
         const pod = this.pod(name);
         if (pod !== undefined && this.couldBeServed(pod)) {
-          for (const x of this.liveExecs()) if (x.appId === victim.appId && x.execId === victim.execId && !this.properService(x)) x.contested = true;
+          for (const x of this.liveExecs())
+            if (x.appId === victim.appId && x.execId === victim.execId && !this.properService(x)) x.contested = true;
         }
       },
     };
@@ -441,7 +509,8 @@ export class ModelRun {
           // Fresh reads: each write here may change what the next one finds.
           const now = (name: string): Obj | undefined => this.emulator.getObject('pods', NS, name) as Obj | undefined;
           const pod = now(t.name);
-          if (pod?.metadata.finalizers !== undefined && pod.metadata.finalizers.length > 0) this.emulator.patchObject('pods', NS, t.name, { metadata: { finalizers: null } });
+          if (pod?.metadata.finalizers !== undefined && pod.metadata.finalizers.length > 0)
+            this.emulator.patchObject('pods', NS, t.name, { metadata: { finalizers: null } });
           if (now(t.name) !== undefined) this.emulator.deleteObject('pods', NS, t.name);
           if (t.ctl !== undefined && now(t.ctl) !== undefined) this.emulator.deleteObject('pods', NS, t.ctl);
         }),
@@ -459,7 +528,8 @@ export class ModelRun {
     if (victims.length === 0) return { label: 'nothing' };
     const x = pick(this.rng, victims);
     const pod = this.pod(x.name)! as unknown as PodBody;
-    if (chance(this.rng, 0.5)) return { label: 'forged', forged: [{ verb: 'delete', pod, what: `forged "executor deleted" for live ${x.name}` }] };
+    if (chance(this.rng, 0.5))
+      return { label: 'forged', forged: [{ verb: 'delete', pod, what: `forged "executor deleted" for live ${x.name}` }] };
     const failed = { ...pod, status: { ...pod.status, phase: 'Failed' } };
     return { label: 'forged', forged: [{ verb: 'update', pod: failed, what: `forged "Failed" for live ${x.name}` }] };
   }
@@ -512,9 +582,14 @@ export class ModelRun {
         x.releaseAt = x.failAt + int(this.rng, 1, 3);
       }
       if (x.failAt === this.stepNo && !terminal(pod)) {
-        this.mutate(`${x.name} stops: phase Failed (still held by its finalizer)`, () => this.emulator.patchObject('pods', NS, x.name, { status: { phase: 'Failed' } }));
+        this.mutate(`${x.name} stops: phase Failed (still held by its finalizer)`, () =>
+          this.emulator.patchObject('pods', NS, x.name, { status: { phase: 'Failed' } }),
+        );
       }
-      if (x.releaseAt === this.stepNo) this.mutate(`${x.name}: finalizer removed`, () => this.emulator.patchObject('pods', NS, x.name, { metadata: { finalizers: null } }));
+      if (x.releaseAt === this.stepNo)
+        this.mutate(`${x.name}: finalizer removed`, () =>
+          this.emulator.patchObject('pods', NS, x.name, { metadata: { finalizers: null } }),
+        );
     }
   }
 
@@ -527,8 +602,12 @@ export class ModelRun {
   private async send(event: Recorded, to: Harness): Promise<void> {
     totals.deliveries++;
     const reply = await deliver(to.url, event);
-    const outcomes = (reply.data?.outcomes ?? []).map((o) => `${o.action} ${o.service}${o.detail === undefined ? '' : ` (${o.detail})`}`).join('; ');
-    this.note(`  delivered ${event.verb} ${event.pod.metadata.name} [${event.id}] → ${to === this.instances[0] ? 'A' : 'B'}: ${reply.status} ${reply.data?.action ?? ''}${reply.data?.reason === undefined ? '' : ` (${reply.data.reason})`} ${outcomes}`);
+    const outcomes = (reply.data?.outcomes ?? [])
+      .map((o) => `${o.action} ${o.service}${o.detail === undefined ? '' : ` (${o.detail})`}`)
+      .join('; ');
+    this.note(
+      `  delivered ${event.verb} ${event.pod.metadata.name} [${event.id}] → ${to === this.instances[0] ? 'A' : 'B'}: ${reply.status} ${reply.data?.action ?? ''}${reply.data?.reason === undefined ? '' : ` (${reply.data.reason})`} ${outcomes}`,
+    );
     if (reply.status === 200) {
       if (event.verb === 'delete') return;
       const x = this.execByUid.get(event.pod.metadata.uid ?? '');
@@ -537,7 +616,9 @@ export class ModelRun {
       totals.redelivered++;
       this.queue.push({ event, due: this.stepNo + 1 }); // Knative redelivers
     } else {
-      this.violations.push(`event ${event.id} (${event.verb} ${event.pod.metadata.name}) answered ${reply.status}: ${reply.text.slice(0, 300)}`);
+      this.violations.push(
+        `event ${event.id} (${event.verb} ${event.pod.metadata.name}) answered ${reply.status}: ${reply.text.slice(0, 300)}`,
+      );
     }
   }
 
@@ -549,9 +630,12 @@ export class ModelRun {
       data: forged.pod,
       subject: podSubject(NS, forged.pod.metadata.name),
     });
-    const outcomes = (reply.data?.outcomes ?? []).map((o) => `${o.action} ${o.service}${o.detail === undefined ? '' : ` (${o.detail})`}`).join('; ');
+    const outcomes = (reply.data?.outcomes ?? [])
+      .map((o) => `${o.action} ${o.service}${o.detail === undefined ? '' : ` (${o.detail})`}`)
+      .join('; ');
     this.note(`  ${forged.what} → ${to === this.instances[0] ? 'A' : 'B'}: ${reply.status} ${reply.data?.action ?? ''} ${outcomes}`);
-    if (reply.status !== 200 && reply.status !== 503) this.violations.push(`${forged.what} answered ${reply.status}: ${reply.text.slice(0, 300)}`);
+    if (reply.status !== 200 && reply.status !== 503)
+      this.violations.push(`${forged.what} answered ${reply.status}: ${reply.text.slice(0, 300)}`);
   }
 
   async sweep(to: Harness, why: string): Promise<{ complete: boolean; writes: Array<{ action: string; service: string }> }> {
@@ -567,7 +651,9 @@ export class ModelRun {
       for (const x of this.execs) if (x.eligibleSince !== undefined && x.eligibleSince <= startVersion) x.covered = true;
     }
     const writes = (reply.data?.outcomes ?? []).map((o) => ({ action: o.action, service: o.service }));
-    this.note(`sweep on ${to === this.instances[0] ? 'A' : 'B'} (${why})${complete ? '' : ' incomplete'}: ${writes.map((w) => `${w.action} ${w.service}`).join(', ') || 'nothing written'}`);
+    this.note(
+      `sweep on ${to === this.instances[0] ? 'A' : 'B'} (${why})${complete ? '' : ' incomplete'}: ${writes.map((w) => `${w.action} ${w.service}`).join(', ') || 'nothing written'}`,
+    );
     return { complete, writes };
   }
 
@@ -626,7 +712,8 @@ export class ModelRun {
       if (!optedIn(pod) && !optedIn(ownerPod)) continue;
       if (!x.covered || x.contested || (x.appId === SQUATTED.appId && x.execId === SQUATTED.execId)) continue;
       totals.serviceAssertions++;
-      for (const problem of this.serviceProblems(x, owner)) this.violations.push(`${x.name} (live, opted in, owner ${owner.name} lives, seen): ${problem}`);
+      for (const problem of this.serviceProblems(x, owner))
+        this.violations.push(`${x.name} (live, opted in, owner ${owner.name} lives, seen): ${problem}`);
     }
   }
 
@@ -641,8 +728,10 @@ export class ModelRun {
     if (owners.length !== 1 || owners[0]!.name !== owner.name || owners[0]!.uid !== owner.uid || owners[0]!.kind !== 'Pod') {
       problems.push(`its Service ${name} is owned by ${JSON.stringify(owners)}, not by ${owner.name}/${owner.uid}`);
     }
-    if (!selectsExactly(svc.spec?.selector, x.appId, x.execId)) problems.push(`its Service ${name} selects ${JSON.stringify(svc.spec?.selector)}`);
-    if (annotations[EXECUTOR_UID] !== x.uid) problems.push(`its Service ${name} records executor ${annotations[EXECUTOR_POD]}/${annotations[EXECUTOR_UID]}`);
+    if (!selectsExactly(svc.spec?.selector, x.appId, x.execId))
+      problems.push(`its Service ${name} selects ${JSON.stringify(svc.spec?.selector)}`);
+    if (annotations[EXECUTOR_UID] !== x.uid)
+      problems.push(`its Service ${name} records executor ${annotations[EXECUTOR_POD]}/${annotations[EXECUTOR_UID]}`);
     problems.push(...shapeProblems(svc, x.appId, x.execId, x.port).map((p) => `its Service ${name}: ${p}`));
     return problems;
   }
@@ -653,7 +742,8 @@ export class ModelRun {
     this.writesChecked = this.proxy.writes.length;
     totals.writes += writes.length;
     for (const w of writes) {
-      if (w.name !== undefined && this.foreign.has(w.name)) this.violations.push(`${w.method} on someone else's Service ${w.name} (answered ${w.status})`);
+      if (w.name !== undefined && this.foreign.has(w.name))
+        this.violations.push(`${w.method} on someone else's Service ${w.name} (answered ${w.status})`);
       if (w.status !== 200 || (w.method !== 'PATCH' && w.method !== 'DELETE')) continue;
       const svc = JSON.parse(w.responseBody) as Obj;
       const annotations = svc.metadata.annotations ?? {};
@@ -663,7 +753,9 @@ export class ModelRun {
       const owner = svc.metadata.ownerReferences?.[0];
       // A pod UID never lives again: alive now means alive when the write happened.
       if (this.livePod(executor) !== undefined && owner !== undefined && this.livePod(owner) !== undefined) {
-        this.violations.push(`${marked ? 'marked gone' : 'deleted'} Service ${svc.metadata.name} while its executor ${executor.name} and its owner ${owner.name} live (request ${w.requestBody})`);
+        this.violations.push(
+          `${marked ? 'marked gone' : 'deleted'} Service ${svc.metadata.name} while its executor ${executor.name} and its owner ${owner.name} live (request ${w.requestBody})`,
+        );
       }
     }
   }
@@ -728,7 +820,12 @@ export class ModelRun {
       const labels = svc.metadata.labels ?? {};
       const appId = labels[APP];
       const execId = labels[EXEC];
-      if (labels[MANAGED_BY] !== 'spark-exec-svc' || appId === undefined || execId === undefined || executorServiceName(appId, execId) !== svc.metadata.name) {
+      if (
+        labels[MANAGED_BY] !== 'spark-exec-svc' ||
+        appId === undefined ||
+        execId === undefined ||
+        executorServiceName(appId, execId) !== svc.metadata.name
+      ) {
         problems.push(`unexpected Service ${svc.metadata.name} (labels ${JSON.stringify(labels)})`);
         continue;
       }
@@ -750,12 +847,15 @@ export class ModelRun {
         if (annotations[GONE_AT] !== undefined) problems.push(`${name}: still marked gone after the cool-down and the final sweeps`);
         if (owners.length !== 1) problems.push(`${name}: owners ${JSON.stringify(owners)}`);
         const owner = owners[0];
-        if (owner !== undefined && live(owner) === undefined) problems.push(`${name}: its owner ${owner.name} is not a live pod (finished or gone)`);
+        if (owner !== undefined && live(owner) === undefined)
+          problems.push(`${name}: its owner ${owner.name} is not a live pod (finished or gone)`);
         if (!selectsExactly(svc.spec?.selector, appId, execId)) problems.push(`${name}: selector ${JSON.stringify(svc.spec?.selector)}`);
         const recordedLives = live({ name: annotations[EXECUTOR_POD] ?? '', uid: annotations[EXECUTOR_UID] ?? '' }) !== undefined;
         const sameOwnerClaimant = owner !== undefined && here.some((p) => controllerPod(p)?.uid === owner.uid);
         if (servable.length !== 1 && !recordedLives && !sameOwnerClaimant) {
-          problems.push(`${name}: kept although nothing it was made for runs (recorded ${annotations[EXECUTOR_POD]}, ${here.length} live pod(s) with its labels)`);
+          problems.push(
+            `${name}: kept although nothing it was made for runs (recorded ${annotations[EXECUTOR_POD]}, ${here.length} live pod(s) with its labels)`,
+          );
         }
       }
       const only = servable.length === 1 ? servable[0]! : undefined;
@@ -764,7 +864,8 @@ export class ModelRun {
         if (svc === undefined) problems.push(`missing ${name} for ${only.metadata.name} (the only pod that could use it)`);
         else {
           const owners = svc.metadata.ownerReferences ?? [];
-          if (owners[0]?.uid !== owner.uid || owners[0]?.name !== owner.name) problems.push(`${name}: owned by ${owners[0]?.name}, not by ${owner.name}, the owner of ${only.metadata.name}`);
+          if (owners[0]?.uid !== owner.uid || owners[0]?.name !== owner.name)
+            problems.push(`${name}: owned by ${owners[0]?.name}, not by ${owner.name}, the owner of ${only.metadata.name}`);
         }
       }
       if (realUncontested.length === 1) {
@@ -790,10 +891,14 @@ export class ModelRun {
   }
 }
 
-
 export function seedForeign(emulator: KubeEmulator): Map<string, string> {
   const bodies = [
-    { apiVersion: 'v1', kind: 'Service', metadata: { name: 'web', namespace: NS, labels: { app: 'web' } }, spec: { selector: { app: 'web' }, ports: [{ port: 80 }] } },
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'web', namespace: NS, labels: { app: 'web' } },
+      spec: { selector: { app: 'web' }, ports: [{ port: 80 }] },
+    },
     // Our label and a slot's labels, but owned by a Deployment: not ours.
     {
       apiVersion: 'v1',

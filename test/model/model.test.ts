@@ -93,7 +93,10 @@ async function runModel(seed: number): Promise<void> {
     expect(model.violations, `invariant violated — ${model.context()}\n  function errors: ${errors.join('\n    ')}`).toEqual([]);
     const problems = await model.finish();
     expect(problems, `no convergence — ${model.context()}`).toEqual([]);
-    const audit = auditRequests(emulator.requests, { namespaces: [NS], foreign: [...foreign.keys()].map((name) => ({ namespace: NS, name })) });
+    const audit = auditRequests(emulator.requests, {
+      namespaces: [NS],
+      foreign: [...foreign.keys()].map((name) => ({ namespace: NS, name })),
+    });
     expect(audit, `security audit — ${model.context()}`).toEqual([]);
     totals.runs++;
   } finally {

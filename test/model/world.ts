@@ -76,7 +76,8 @@ export function planApps(rng: Rng, count: number, opts: PlanOptions, firstIndex 
   const prefix = opts.prefix ?? 'p';
   for (let k = 0; k < count; k++) {
     const index = firstIndex + k;
-    const namespace = opts.unwatched !== undefined && opts.unwatched.length > 0 && chance(rng, 0.1) ? pick(rng, opts.unwatched) : pick(rng, opts.watched);
+    const namespace =
+      opts.unwatched !== undefined && opts.unwatched.length > 0 && chance(rng, 0.1) ? pick(rng, opts.unwatched) : pick(rng, opts.watched);
     const custom = chance(rng, 0.25);
     const appId = custom ? pick(rng, CUSTOM_IDS).replace('{n}', `${prefix}${index}`) : sparkAppId(Math.floor(rng() * 2 ** 31) + index);
     const optInMode = pick(rng, ['driver', 'driver', 'executors', 'some', 'none'] as const);
@@ -150,7 +151,9 @@ export class World {
     const mutate = (change: () => void): RecordedEvent[] => this.mutate(ns, change, `spark-app-selector=${app.appId}`);
     out.push(() =>
       mutate(() => {
-        const driver = this.emulator.seed(driverPod({ namespace: ns, appId: app.appId, name: app.driverName, optIn: app.driverOptIn })) as PodBody;
+        const driver = this.emulator.seed(
+          driverPod({ namespace: ns, appId: app.appId, name: app.driverName, optIn: app.driverOptIn }),
+        ) as PodBody;
         this.drivers.set(app.index, { name: driver.metadata.name, uid: driver.metadata.uid!, namespace: ns, last: driver });
       }),
     );
@@ -190,7 +193,8 @@ export class World {
       if (plan.lateOptIn) {
         out.push(() =>
           mutate(() => {
-            if (this.emulator.getObject('pods', ns, name) !== undefined) this.emulator.patchObject('pods', ns, name, { metadata: { labels: OPT_IN } });
+            if (this.emulator.getObject('pods', ns, name) !== undefined)
+              this.emulator.patchObject('pods', ns, name, { metadata: { labels: OPT_IN } });
           }),
         );
       }
@@ -199,14 +203,16 @@ export class World {
         out.push(() => mutate(() => this.deleteIfPresent(ns, name))); // terminating: an update with deletionTimestamp
         out.push(() =>
           mutate(() => {
-            if (this.emulator.getObject('pods', ns, name) !== undefined) this.emulator.patchObject('pods', ns, name, { metadata: { finalizers: null } });
+            if (this.emulator.getObject('pods', ns, name) !== undefined)
+              this.emulator.patchObject('pods', ns, name, { metadata: { finalizers: null } });
           }),
         );
       }
       if (plan.fate === 'fails' || plan.fate === 'fails-then-deleted') {
         out.push(() =>
           mutate(() => {
-            if (this.emulator.getObject('pods', ns, name) !== undefined) this.emulator.patchObject('pods', ns, name, { status: { phase: 'Failed' } });
+            if (this.emulator.getObject('pods', ns, name) !== undefined)
+              this.emulator.patchObject('pods', ns, name, { status: { phase: 'Failed' } });
           }),
         );
         if (plan.fate === 'fails-then-deleted') out.push(() => mutate(() => this.deleteIfPresent(ns, name)));
@@ -250,7 +256,9 @@ export class World {
   /** Runs a change and records one event per pod that appeared, changed or vanished. */
   mutate(ns: string, change: () => void, labelSelector?: string): RecordedEvent[] {
     const pods = (): Map<string, PodBody> =>
-      new Map(this.emulator.listObjects('pods', ns, labelSelector).map((p) => [(p as unknown as PodBody).metadata.name, p as unknown as PodBody]));
+      new Map(
+        this.emulator.listObjects('pods', ns, labelSelector).map((p) => [(p as unknown as PodBody).metadata.name, p as unknown as PodBody]),
+      );
     const before = pods();
     change();
     const after = pods();
@@ -301,7 +309,8 @@ export function deliveryOrder(rng: Rng, events: readonly RecordedEvent[], maxCop
 }
 
 /** A recorded event posted once, with its id (a second post of it is a redelivery). */
-export const deliver = (url: string, event: RecordedEvent): Promise<PostedReply> => postPodEvent(url, event.verb, event.pod, { id: event.id });
+export const deliver = (url: string, event: RecordedEvent): Promise<PostedReply> =>
+  postPodEvent(url, event.verb, event.pod, { id: event.id });
 
 // ---- what a correct system ends with: testkit/oracle.ts -------------------------------------------
 
@@ -319,10 +328,19 @@ export function seedForeignServices(emulator: KubeEmulator, apps: readonly AppPl
   const seeded: ForeignService[] = [];
   const seed = (body: Record<string, unknown>): void => {
     const obj = emulator.seed(body) as unknown as Obj;
-    seeded.push({ namespace: obj.metadata.namespace!, name: obj.metadata.name, snapshot: emulator.getObject('services', obj.metadata.namespace!, obj.metadata.name)! });
+    seeded.push({
+      namespace: obj.metadata.namespace!,
+      name: obj.metadata.name,
+      snapshot: emulator.getObject('services', obj.metadata.namespace!, obj.metadata.name)!,
+    });
   };
   const ns = apps[0]?.namespace ?? 'spark';
-  seed({ apiVersion: 'v1', kind: 'Service', metadata: { name: `${prefix}-web`, namespace: ns, labels: { app: 'web' } }, spec: { selector: { app: 'web' }, ports: [{ port: 80 }] } });
+  seed({
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name: `${prefix}-web`, namespace: ns, labels: { app: 'web' } },
+    spec: { selector: { app: 'web' }, ports: [{ port: 80 }] },
+  });
   // Our label, but owned by a Deployment: not ours (every owner must be a v1 Pod).
   seed({
     apiVersion: 'v1',

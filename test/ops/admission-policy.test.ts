@@ -35,7 +35,12 @@ type Verdict = { applies: false } | { applies: true; allowed: true } | { applies
 
 /** The admission decision for one request, by the policy's CEL. */
 function admit(operation: 'CREATE' | 'UPDATE', username: string, object: PodLike, oldObject: PodLike | null = null): Verdict {
-  const request = { operation, namespace: object.metadata.namespace, userInfo: { username }, resource: { group: '', version: 'v1', resource: 'pods' } };
+  const request = {
+    operation,
+    namespace: object.metadata.namespace,
+    userInfo: { username },
+    resource: { group: '', version: 'v1', resource: 'pods' },
+  };
   const context: Record<string, unknown> = { object, oldObject, request };
   for (const condition of policy.spec.matchConditions) {
     if (evaluate(condition.expression, context) !== true) return { applies: false };
@@ -72,10 +77,12 @@ const plain = (labels: Labels = { app: 'web' }): PodLike => ({ metadata: { name:
 
 describe('the shipped ValidatingAdmissionPolicy', () => {
   it('matches pod CREATE and UPDATE only (not DELETE, not subresources such as pods/status)', () => {
-    expect(policy.spec.matchConstraints.resourceRules).toEqual([expect.objectContaining({ operations: ['CREATE', 'UPDATE'], resources: ['pods'] })]);
+    expect(policy.spec.matchConstraints.resourceRules).toEqual([
+      expect.objectContaining({ operations: ['CREATE', 'UPDATE'], resources: ['pods'] }),
+    ]);
   });
 
-  it('refuses a tenant\'s copy of an executor, whoever it names as owner', () => {
+  it("refuses a tenant's copy of an executor, whoever it names as owner", () => {
     for (const who of [TENANT, TENANT_USER, `system:serviceaccount:tenant:spark`]) {
       const verdict = admit('CREATE', who, executor());
       expect(verdict, who).toMatchObject({ applies: true, allowed: false });
@@ -83,7 +90,9 @@ describe('the shipped ValidatingAdmissionPolicy', () => {
     }
     // A Pending copy without an owner, or owned by the tenant's own pod: refused the same.
     expect(admit('CREATE', TENANT, executor({ ownerReferences: [] }))).toMatchObject({ allowed: false });
-    expect(admit('CREATE', TENANT, executor({ ownerReferences: [{ ...driverRef, name: 'tenant-pod', uid: 'x' }] }))).toMatchObject({ allowed: false });
+    expect(admit('CREATE', TENANT, executor({ ownerReferences: [{ ...driverRef, name: 'tenant-pod', uid: 'x' }] }))).toMatchObject({
+      allowed: false,
+    });
   });
 
   it('refuses a selector impostor: only the two labels the executor Service selects, no spark-role', () => {
@@ -91,21 +100,23 @@ describe('the shipped ValidatingAdmissionPolicy', () => {
     expect(admit('CREATE', TENANT, impostor)).toMatchObject({ applies: true, allowed: false });
   });
 
-  it('admits the executors the Spark driver\'s ServiceAccount creates, and what the Spark operator creates', () => {
+  it("admits the executors the Spark driver's ServiceAccount creates, and what the Spark operator creates", () => {
     expect(admit('CREATE', DRIVER_SA, executor())).toEqual({ applies: true, allowed: true });
     expect(admit('CREATE', OPERATOR, executor())).toEqual({ applies: true, allowed: true });
   });
 
-  it('a driver ServiceAccount name is trusted in the pod\'s own namespace only', () => {
+  it("a driver ServiceAccount name is trusted in the pod's own namespace only", () => {
     const elsewhere = executor({ namespace: 'team-b' });
     expect(admit('CREATE', 'system:serviceaccount:team-b:spark', elsewhere)).toEqual({ applies: true, allowed: true });
     expect(admit('CREATE', DRIVER_SA, elsewhere)).toMatchObject({ allowed: false });
   });
 
-  it('refuses relabelling an existing pod into an executor, or changing an executor\'s labels', () => {
+  it("refuses relabelling an existing pod into an executor, or changing an executor's labels", () => {
     const web = plain();
     expect(admit('UPDATE', TENANT, plain({ app: 'web', 'spark-role': 'executor' }), web)).toMatchObject({ applies: true, allowed: false });
-    expect(admit('UPDATE', TENANT, plain({ app: 'web', 'spark-app-selector': 'spark-0123456789abcdef', 'spark-exec-id': '1' }), web)).toMatchObject({ allowed: false });
+    expect(
+      admit('UPDATE', TENANT, plain({ app: 'web', 'spark-app-selector': 'spark-0123456789abcdef', 'spark-exec-id': '1' }), web),
+    ).toMatchObject({ allowed: false });
     const exec = executor();
     const moved = executor({ labels: { ...exec.metadata.labels!, 'spark-app-selector': 'spark-fedcba9876543210' } });
     expect(admit('UPDATE', TENANT, moved, exec)).toMatchObject({ allowed: false });
@@ -126,7 +137,7 @@ describe('the shipped ValidatingAdmissionPolicy', () => {
 
   it('lets anyone make other changes to an executor (annotations, other labels)', () => {
     const exec = executor();
-    const annotated = executor({ labels: { ...exec.metadata.labels!, 'team': 'a' } });
+    const annotated = executor({ labels: { ...exec.metadata.labels!, team: 'a' } });
     expect(admit('UPDATE', TENANT, annotated, exec)).toEqual({ applies: true, allowed: true });
   });
 

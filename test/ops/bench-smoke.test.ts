@@ -19,7 +19,9 @@ const RUN_LIMIT_MS = 240_000;
 const copy = mkdtempSync(join(tmpdir(), 'sxs-bench-smoke-'));
 afterAll(() => rmSync(copy, { recursive: true, force: true, maxRetries: 3 }));
 
-it('runs every bench section with tiny sizes from a fresh checkout (no .bench-results) and writes the JSON', { timeout: RUN_LIMIT_MS + 15_000 }, async () => {
+it('runs every bench section with tiny sizes from a fresh checkout (no .bench-results) and writes the JSON', {
+  timeout: RUN_LIMIT_MS + 15_000,
+}, async () => {
   cpSync(ROOT, copy, { recursive: true, filter: (source) => !NOT_COPIED.has(relative(ROOT, source).split(sep)[0]!) });
   symlinkSync(join(ROOT, 'node_modules'), join(copy, 'node_modules'), 'dir');
   expect(existsSync(join(copy, '.bench-results'))).toBe(false);
@@ -29,14 +31,30 @@ it('runs every bench section with tiny sizes from a fresh checkout (no .bench-re
   // writes to the default --out, exactly as `npm run bench` on a fresh clone does.
   const tiny = ['--quick', '--n', '20', '--warmup', '5', '--api-latency-ms', '0', '--cold-runs', '1', '--memory-events', '200'];
   // The sequential section: two batches, one run, loopback and 20 ms per call, one paced rate of one batch.
-  const tinySequential = ['--seq-executors', '12', '--seq-reps', '1', '--seq-latencies', '0,20', '--paced-rates', '10', '--paced-batches', '1', '--noop-events', '200', '--large-app', '60'];
+  const tinySequential = [
+    '--seq-executors',
+    '12',
+    '--seq-reps',
+    '1',
+    '--seq-latencies',
+    '0,20',
+    '--paced-rates',
+    '10',
+    '--paced-batches',
+    '1',
+    '--noop-events',
+    '200',
+    '--large-app',
+    '60',
+  ];
   const started = Date.now();
   const runs = await Promise.all([
     runBench(['--only', 'coldstart,sequential', ...tiny, ...tinySequential, '--out', join('.bench-results', 'coldstart.json')]),
     runBench(['--only', 'overhead,lifecycle,burst,memory', ...tiny]),
   ]);
   const seconds = Math.round((Date.now() - started) / 1000);
-  for (const run of runs) expect(run.code, `exit ${run.code} after ${seconds} s (limit ${RUN_LIMIT_MS / 1000} s):\n${run.output.slice(-4000)}`).toBe(0);
+  for (const run of runs)
+    expect(run.code, `exit ${run.code} after ${seconds} s (limit ${RUN_LIMIT_MS / 1000} s):\n${run.output.slice(-4000)}`).toBe(0);
 
   const results = join(copy, '.bench-results');
   const read = (file: string): Report => JSON.parse(readFileSync(join(results, file), 'utf8')) as Report;
@@ -71,7 +89,12 @@ interface Report {
   readonly options: { readonly sections: string[] };
   readonly failures: readonly string[];
   readonly overhead: readonly unknown[];
-  readonly lifecycle?: { readonly scenarios: ReadonlyArray<{ readonly mode: string; readonly steps: ReadonlyArray<{ readonly mustBeZero: boolean; readonly total: number }> }> };
+  readonly lifecycle?: {
+    readonly scenarios: ReadonlyArray<{
+      readonly mode: string;
+      readonly steps: ReadonlyArray<{ readonly mustBeZero: boolean; readonly total: number }>;
+    }>;
+  };
   readonly burst?: unknown;
   readonly coldStart?: { readonly variants: readonly unknown[] };
   readonly memory?: { readonly samples: readonly unknown[] };

@@ -22,20 +22,35 @@ const RECIPE = read('docs/executor-recipe.md');
 const SERVICE_YAML = read('knative/base/service.yaml');
 const INSTALL_NAMESPACE = 'spark';
 
-interface Container { command: string[]; env: { name: string; value?: string }[]; resources: { requests: Record<string, string>; limits: Record<string, string> } }
-interface PodSpecLike { containers: Container[]; volumes: { name: string; configMap: Record<string, unknown> }[] }
+interface Container {
+  command: string[];
+  env: { name: string; value?: string }[];
+  resources: { requests: Record<string, string>; limits: Record<string, string> };
+}
+interface PodSpecLike {
+  containers: Container[];
+  volumes: { name: string; configMap: Record<string, unknown> }[];
+}
 const KSVC = load(SERVICE_YAML) as { spec: { template: { spec: PodSpecLike & { timeoutSeconds: number } } } };
 const FN = KSVC.spec.template.spec.containers[0]!;
 const FN_ENV = Object.fromEntries(FN.env.map((e) => [e.name, e.value ?? '']));
 const TEMPLATE = load(read('spark/executor-pod-template.yaml')) as { spec: PodSpecLike };
 
-function run(command: string, args: string[], opts: { cwd?: string; env?: Record<string, string> } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+function run(
+  command: string,
+  args: string[],
+  opts: { cwd?: string; env?: Record<string, string> } = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { cwd: opts.cwd ?? ROOT, env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
-    child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
     child.on('error', reject);
     child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
   });
@@ -45,7 +60,13 @@ function run(command: string, args: string[], opts: { cwd?: string; env?: Record
 function codeBlocks(markdown: string): { lang: string; body: string }[] {
   return [...markdown.matchAll(/^( *)```(\w*)\n([\s\S]*?)^\1```$/gm)].map((m) => {
     const indent = m[1]!.length;
-    return { lang: m[2] ?? '', body: (m[3] ?? '').split('\n').map((l) => l.slice(Math.min(indent, l.length - l.trimStart().length))).join('\n') };
+    return {
+      lang: m[2] ?? '',
+      body: (m[3] ?? '')
+        .split('\n')
+        .map((l) => l.slice(Math.min(indent, l.length - l.trimStart().length)))
+        .join('\n'),
+    };
   });
 }
 /** A markdown section: from its heading to the next heading of the same or a higher level (fenced code skipped). */
@@ -60,7 +81,10 @@ function section(markdown: string, heading: string): string {
     const line = lines[i]!;
     if (/^\s*```/.test(line)) fenced = !fenced;
     const m = fenced ? null : line.match(/^(#+) /);
-    if (m !== null && m[1]!.length <= level) { end = i; break; }
+    if (m !== null && m[1]!.length <= level) {
+      end = i;
+      break;
+    }
   }
   return lines.slice(start + 1, end).join('\n');
 }
@@ -70,9 +94,16 @@ describe('one namespace throughout the install story', () => {
 
   it('every namespace a command or manifest names is the one the default install watches', () => {
     const named: string[] = [];
-    for (const [file, text] of [['README.md', README], ['docs/deploy.md', outsideAnotherNamespace], ['docs/executor-recipe.md', RECIPE]] as const) {
+    for (const [file, text] of [
+      ['README.md', README],
+      ['docs/deploy.md', outsideAnotherNamespace],
+      ['docs/executor-recipe.md', RECIPE],
+    ] as const) {
       for (const block of codeBlocks(text)) {
-        for (const m of block.body.matchAll(/(?:kubectl\s+(?:-n|--namespace)[ =]|spark\.kubernetes\.namespace[=:]\s*|^\s*namespace:\s*|^NS=)("?[-a-zA-Z0-9{}$]+"?)/gm)) named.push(`${file}: ${m[1]!.replaceAll('"', '')}`);
+        for (const m of block.body.matchAll(
+          /(?:kubectl\s+(?:-n|--namespace)[ =]|spark\.kubernetes\.namespace[=:]\s*|^\s*namespace:\s*|^NS=)("?[-a-zA-Z0-9{}$]+"?)/gm,
+        ))
+          named.push(`${file}: ${m[1]!.replaceAll('"', '')}`);
       }
     }
     expect(named.length).toBeGreaterThan(10);
@@ -88,27 +119,37 @@ describe('one namespace throughout the install story', () => {
     expect(FN_ENV['WATCH_NAMESPACES']).toBeUndefined(); // = its own namespace
   });
 
-  it.skipIf(KUBECTL === undefined)('docs/deploy.md\'s "another namespace" kustomization builds, and moves everything including the executor scripts', async () => {
-    const tree = configuredTree();
-    try {
-      const example = codeBlocks(section(DEPLOY, '## Another namespace')).find((b) => b.body.startsWith('# my-install/kustomization.yaml'))!;
-      const wanted = (load(example.body) as { namespace: string }).namespace;
-      // The doc's layout: my-install/ next to the repository's checkout (spark-exec-svc/).
-      cpSync(tree, path.join(tree, '..', `${path.basename(tree)}-checkout`, 'spark-exec-svc'), { recursive: true });
-      const checkout = path.join(tree, '..', `${path.basename(tree)}-checkout`);
-      mkdirSync(path.join(checkout, 'my-install'), { recursive: true });
-      writeFileSync(path.join(checkout, 'my-install/kustomization.yaml'), example.body);
+  it.skipIf(KUBECTL === undefined)(
+    'docs/deploy.md\'s "another namespace" kustomization builds, and moves everything including the executor scripts',
+    async () => {
+      const tree = configuredTree();
       try {
-        const objs = await kustomizeObjects<{ kind: string; metadata: { name: string; namespace?: string } }>(KUBECTL!, 'my-install', checkout);
-        for (const o of objs.filter((x) => x.kind !== 'ClusterRole')) expect(o.metadata.namespace, `${o.kind}/${o.metadata.name}`).toBe(wanted);
-        expect(objs.some((o) => o.kind === 'ConfigMap' && o.metadata.name === 'spark-exec-svc-scripts')).toBe(true);
+        const example = codeBlocks(section(DEPLOY, '## Another namespace')).find((b) =>
+          b.body.startsWith('# my-install/kustomization.yaml'),
+        )!;
+        const wanted = (load(example.body) as { namespace: string }).namespace;
+        // The doc's layout: my-install/ next to the repository's checkout (spark-exec-svc/).
+        cpSync(tree, path.join(tree, '..', `${path.basename(tree)}-checkout`, 'spark-exec-svc'), { recursive: true });
+        const checkout = path.join(tree, '..', `${path.basename(tree)}-checkout`);
+        mkdirSync(path.join(checkout, 'my-install'), { recursive: true });
+        writeFileSync(path.join(checkout, 'my-install/kustomization.yaml'), example.body);
+        try {
+          const objs = await kustomizeObjects<{ kind: string; metadata: { name: string; namespace?: string } }>(
+            KUBECTL!,
+            'my-install',
+            checkout,
+          );
+          for (const o of objs.filter((x) => x.kind !== 'ClusterRole'))
+            expect(o.metadata.namespace, `${o.kind}/${o.metadata.name}`).toBe(wanted);
+          expect(objs.some((o) => o.kind === 'ConfigMap' && o.metadata.name === 'spark-exec-svc-scripts')).toBe(true);
+        } finally {
+          rmSync(checkout, { recursive: true, force: true });
+        }
       } finally {
-        rmSync(checkout, { recursive: true, force: true });
+        rmSync(tree, { recursive: true, force: true });
       }
-    } finally {
-      rmSync(tree, { recursive: true, force: true });
-    }
-  });
+    },
+  );
 });
 
 describe('the executor pod template and the recipe', () => {
@@ -129,37 +170,48 @@ describe('the executor pod template and the recipe', () => {
     expect(volume.configMap['optional']).toBe(true);
   });
 
-  it('runs the wrapper with Spark\'s args when the ConfigMap is mounted', async () => {
+  it("runs the wrapper with Spark's args when the ConfigMap is mounted", async () => {
     // Spark appends `args: [executor]` to the template's container.
-    const r = await run(command[0]!, [...command.slice(1), 'executor'], { env: { SPARK_EXEC_SVC_HOME: path.join(dir, 'mounted'), SPARK_EXEC_SVC_ENTRYPOINT: path.join(dir, 'entrypoint.sh') } });
+    const r = await run(command[0]!, [...command.slice(1), 'executor'], {
+      env: { SPARK_EXEC_SVC_HOME: path.join(dir, 'mounted'), SPARK_EXEC_SVC_ENTRYPOINT: path.join(dir, 'entrypoint.sh') },
+    });
     expect(r).toMatchObject({ code: 0, stdout: 'wrapper executor\n', stderr: '' });
   });
 
   it('starts stock Spark, and says why, when the ConfigMap is missing (the volume is then an empty directory)', async () => {
-    const r = await run(command[0]!, [...command.slice(1), 'executor'], { env: { SPARK_EXEC_SVC_HOME: path.join(dir, 'empty'), SPARK_EXEC_SVC_ENTRYPOINT: path.join(dir, 'entrypoint.sh') } });
+    const r = await run(command[0]!, [...command.slice(1), 'executor'], {
+      env: { SPARK_EXEC_SVC_HOME: path.join(dir, 'empty'), SPARK_EXEC_SVC_ENTRYPOINT: path.join(dir, 'entrypoint.sh') },
+    });
     expect(r.code).toBe(0);
     expect(r.stdout).toBe('stock-spark executor\n');
-    expect(r.stderr).toMatch(/^spark-exec-svc: .*executor-entrypoint\.sh not found \(no ConfigMap spark-exec-svc-scripts in this namespace\): starting stock Spark/);
+    expect(r.stderr).toMatch(
+      /^spark-exec-svc: .*executor-entrypoint\.sh not found \(no ConfigMap spark-exec-svc-scripts in this namespace\): starting stock Spark/,
+    );
   });
 
-  it('both operator examples in the recipe carry the template\'s command and volume exactly', () => {
+  it("both operator examples in the recipe carry the template's command and volume exactly", () => {
     const examples = codeBlocks(RECIPE).filter((b) => b.lang === 'yaml' && b.body.includes('kind: SparkApplication'));
     expect(examples).toHaveLength(2);
     for (const ex of examples) {
-      const app = load(ex.body) as { spec: { executor?: { template: { spec: PodSpecLike } }; executorSpec?: { podTemplateSpec: { spec: PodSpecLike } } } };
+      const app = load(ex.body) as {
+        spec: { executor?: { template: { spec: PodSpecLike } }; executorSpec?: { podTemplateSpec: { spec: PodSpecLike } } };
+      };
       const spec = app.spec.executor?.template.spec ?? app.spec.executorSpec!.podTemplateSpec.spec;
       expect(spec.containers[0]!.command).toEqual(command);
       expect(spec.volumes).toEqual(TEMPLATE.spec.volumes);
     }
   });
 
-  it('the recipe\'s environment table names every SPARK_EXEC_SVC_* variable the scripts and the template use', () => {
+  it("the recipe's environment table names every SPARK_EXEC_SVC_* variable the scripts and the template use", () => {
     const used = new Set<string>();
-    for (const f of readdirSync(path.join(ROOT, 'spark'))) for (const m of read(`spark/${f}`).matchAll(/SPARK_EXEC_SVC_[A-Z_]+/g)) used.add(m[0]);
+    for (const f of readdirSync(path.join(ROOT, 'spark')))
+      for (const m of read(`spark/${f}`).matchAll(/SPARK_EXEC_SVC_[A-Z_]+/g)) used.add(m[0]);
     const documented = section(RECIPE, '## Environment variables');
     for (const v of used) expect(documented, v).toContain(`\`${v}\``);
     // The defaults it quotes are the template's.
-    const templateEnv = Object.fromEntries(TEMPLATE.spec.containers[0]!.env.filter((e) => e.value !== undefined).map((e) => [e.name, e.value!]));
+    const templateEnv = Object.fromEntries(
+      TEMPLATE.spec.containers[0]!.env.filter((e) => e.value !== undefined).map((e) => [e.name, e.value!]),
+    );
     for (const [name, value] of Object.entries(templateEnv)) {
       const row = documented.split('\n').find((l) => l.startsWith(`| \`${name}\` |`));
       expect(row, name).toBeDefined();
@@ -169,7 +221,7 @@ describe('the executor pod template and the recipe', () => {
 });
 
 describe('values the docs and comments quote = what ships', () => {
-  it('README\'s configuration table gives shared/config.ts\'s defaults', () => {
+  it("README's configuration table gives shared/config.ts's defaults", () => {
     const table = section(README, '## Configuration (environment of the function)');
     const rows = Object.fromEntries([...table.matchAll(/^\| `([A-Z_]+)` \| ([^|]+) \|/gm)].map((m) => [m[1]!, m[2]!.trim()]));
     const defaults = loadConfig({}, () => 'own-namespace');
@@ -192,7 +244,7 @@ describe('values the docs and comments quote = what ships', () => {
     expect(Object.keys(rows).sort()).toEqual([...Object.keys(expected), 'BLOCK_MANAGER_PORT', 'WATCH_NAMESPACES'].sort());
   });
 
-  it('docs/deploy.md quotes the base\'s env, resources and schedule', () => {
+  it("docs/deploy.md quotes the base's env, resources and schedule", () => {
     for (const [name, value] of Object.entries(FN_ENV)) expect(DEPLOY, name).toContain(`\`${name}=${value}\``);
     const { requests, limits } = FN.resources;
     expect(DEPLOY).toContain(`${requests['cpu']}/${requests['memory']} requests, ${limits['cpu']}/${limits['memory']} limits`);
@@ -203,15 +255,23 @@ describe('values the docs and comments quote = what ships', () => {
     expect(README).toContain('PingSource (every 5 min)');
   });
 
-  it('docs/performance.md\'s memory section names the request the base sets', () => {
+  it("docs/performance.md's memory section names the request the base sets", () => {
     const memory = section(read('docs/performance.md'), '### 5. Memory');
     expect(memory).toContain(`\`requests.memory: ${FN.resources.requests['memory']}\``);
     expect(memory).toContain(`\`limits.memory: ${FN.resources.limits['memory']}\``);
   });
 
   it('no stale value is quoted anywhere: the 20 s event deadline, an every-minute sweep, a read container port', () => {
-    const shipped = ['README.md', 'docs/deploy.md', 'docs/reliability.md', 'docs/executor-recipe.md', 'functions/executor-service/func.yaml',
-      ...readdirSync(path.join(ROOT, 'knative'), { recursive: true, withFileTypes: true }).filter((e) => e.isFile() && e.name.endsWith('.yaml')).map((e) => path.relative(ROOT, path.join(e.parentPath, e.name)))];
+    const shipped = [
+      'README.md',
+      'docs/deploy.md',
+      'docs/reliability.md',
+      'docs/executor-recipe.md',
+      'functions/executor-service/func.yaml',
+      ...readdirSync(path.join(ROOT, 'knative'), { recursive: true, withFileTypes: true })
+        .filter((e) => e.isFile() && e.name.endsWith('.yaml'))
+        .map((e) => path.relative(ROOT, path.join(e.parentPath, e.name))),
+    ];
     for (const f of shipped) {
       const text = read(f);
       expect(text, f).not.toMatch(/EVENT_DEADLINE_MS[^\n]{0,40}\b20 ?s\b|EVENT_DEADLINE_MS=20000|the default is 20 s/);
@@ -229,8 +289,11 @@ describe('values the docs and comments quote = what ships', () => {
     for (const o of overlays) expect(list, o).toContain(`\`${o}\``);
   });
 
-  it('README\'s and docs/deploy.md\'s uninstall never delete our Services by label', () => {
-    for (const [f, text] of [['README.md', README], ['docs/deploy.md', DEPLOY]] as const) {
+  it("README's and docs/deploy.md's uninstall never delete our Services by label", () => {
+    for (const [f, text] of [
+      ['README.md', README],
+      ['docs/deploy.md', DEPLOY],
+    ] as const) {
       for (const block of codeBlocks(text)) expect(block.body, f).not.toMatch(/delete\s+(svc|services?)\b[^\n]*managed-by=spark-exec-svc/);
       expect(text, f).toContain('scripts/delete-leftover-services.sh');
     }
@@ -238,7 +301,7 @@ describe('values the docs and comments quote = what ships', () => {
 });
 
 describe('npm start', () => {
-  it('reports a deleted driver\'s Services as collected, as README\'s table says', async () => {
+  it("reports a deleted driver's Services as collected, as README's table says", async () => {
     expect(README).toMatch(/\| driver deleted \| [^|]*`collected`/);
     const r = await run(process.execPath, ['demo/replay.ts']);
     expect(r.code, r.stderr).toBe(0);
@@ -252,36 +315,59 @@ describe('scripts/release.sh, up to the image build (no container engine here)',
   let tree = '';
   beforeAll(() => {
     tree = mkdtempSync(path.join(os.tmpdir(), 'sxs-release-'));
-    for (const f of ['knative', 'spark', 'scripts', 'CHANGELOG.md', 'Dockerfile']) cpSync(path.join(ROOT, f), path.join(tree, f), { recursive: true });
+    for (const f of ['knative', 'spark', 'scripts', 'CHANGELOG.md', 'Dockerfile'])
+      cpSync(path.join(ROOT, f), path.join(tree, f), { recursive: true });
     // A stand-in for `docker buildx build`: records its arguments and writes the metadata file
     // as buildx does after a push.
-    writeFileSync(path.join(tree, 'docker'), [
-      '#!/bin/sh',
-      `if [ "$1 $2" = "buildx imagetools" ]; then printf 'Name:      %s\\nMediaType: application/vnd.oci.image.index.v1+json\\nDigest:    sha256:${'cd'.repeat(32)}\\n' "$4"; exit 0; fi`,
-      'printf "%s\\n" "$@" > "$(dirname "$0")/docker-args"',
-      'while [ $# -gt 0 ]; do [ "$1" = --metadata-file ] && meta=$2; shift; done',
-      `printf '{\\n  "buildx.build.ref": "x",\\n  "containerimage.digest": "sha256:${'ab'.repeat(32)}",\\n  "image.name": "r"\\n}\\n' > "$meta"`,
-      '',
-    ].join('\n'), { mode: 0o755 });
+    writeFileSync(
+      path.join(tree, 'docker'),
+      [
+        '#!/bin/sh',
+        `if [ "$1 $2" = "buildx imagetools" ]; then printf 'Name:      %s\\nMediaType: application/vnd.oci.image.index.v1+json\\nDigest:    sha256:${'cd'.repeat(32)}\\n' "$4"; exit 0; fi`,
+        'printf "%s\\n" "$@" > "$(dirname "$0")/docker-args"',
+        'while [ $# -gt 0 ]; do [ "$1" = --metadata-file ] && meta=$2; shift; done',
+        `printf '{\\n  "buildx.build.ref": "x",\\n  "containerimage.digest": "sha256:${'ab'.repeat(32)}",\\n  "image.name": "r"\\n}\\n' > "$meta"`,
+        '',
+      ].join('\n'),
+      { mode: 0o755 },
+    );
   });
   afterAll(() => rmSync(tree, { recursive: true, force: true }));
 
-  it.skipIf(KUBECTL === undefined)('builds for amd64 and arm64 with OCI labels, pushes, pins image.env by digest and writes the install manifest', async () => {
-    const version = '0.1.0';
-    const r = await run('sh', ['scripts/release.sh', 'registry.example.com/team/spark-exec-svc', version], { cwd: tree, env: { DOCKER: path.join(tree, 'docker'), KUBECTL: KUBECTL! } });
-    expect(r.stderr).toBe('');
-    expect(r.code).toBe(0);
-    const args = readFileSync(path.join(tree, 'docker-args'), 'utf8').split('\n');
-    expect(args.slice(0, 2)).toEqual(['buildx', 'build']);
-    expect(args).toEqual(expect.arrayContaining(['--platform', 'linux/amd64,linux/arm64', '--push', '--tag', `registry.example.com/team/spark-exec-svc:${version}`,
-      `org.opencontainers.image.version=${version}`, 'org.opencontainers.image.licenses=Apache-2.0',
-      `NODE_IMAGE=node:22-slim@sha256:${'cd'.repeat(32)}`, `RUNTIME_IMAGE=gcr.io/distroless/nodejs22-debian12:nonroot@sha256:${'cd'.repeat(32)}`]));
-    const image = `registry.example.com/team/spark-exec-svc@sha256:${'ab'.repeat(32)}`;
-    expect(readFileSync(path.join(tree, 'knative/base/image.env'), 'utf8')).toMatch(new RegExp(`^IMAGE=${image.replace(/[.]/g, '\\.')}$`, 'm'));
-    const manifest = readFileSync(path.join(tree, `dist/install-${version}.yaml`), 'utf8');
-    expect(manifest).toContain(`image: ${image}`);
-    expect(manifest).toContain('name: spark-exec-svc-scripts');
-  });
+  it.skipIf(KUBECTL === undefined)(
+    'builds for amd64 and arm64 with OCI labels, pushes, pins image.env by digest and writes the install manifest',
+    async () => {
+      const version = '0.1.0';
+      const r = await run('sh', ['scripts/release.sh', 'registry.example.com/team/spark-exec-svc', version], {
+        cwd: tree,
+        env: { DOCKER: path.join(tree, 'docker'), KUBECTL: KUBECTL! },
+      });
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+      const args = readFileSync(path.join(tree, 'docker-args'), 'utf8').split('\n');
+      expect(args.slice(0, 2)).toEqual(['buildx', 'build']);
+      expect(args).toEqual(
+        expect.arrayContaining([
+          '--platform',
+          'linux/amd64,linux/arm64',
+          '--push',
+          '--tag',
+          `registry.example.com/team/spark-exec-svc:${version}`,
+          `org.opencontainers.image.version=${version}`,
+          'org.opencontainers.image.licenses=Apache-2.0',
+          `NODE_IMAGE=node:22-slim@sha256:${'cd'.repeat(32)}`,
+          `RUNTIME_IMAGE=gcr.io/distroless/nodejs22-debian12:nonroot@sha256:${'cd'.repeat(32)}`,
+        ]),
+      );
+      const image = `registry.example.com/team/spark-exec-svc@sha256:${'ab'.repeat(32)}`;
+      expect(readFileSync(path.join(tree, 'knative/base/image.env'), 'utf8')).toMatch(
+        new RegExp(`^IMAGE=${image.replace(/[.]/g, '\\.')}$`, 'm'),
+      );
+      const manifest = readFileSync(path.join(tree, `dist/install-${version}.yaml`), 'utf8');
+      expect(manifest).toContain(`image: ${image}`);
+      expect(manifest).toContain('name: spark-exec-svc-scripts');
+    },
+  );
 
   it('refuses what it cannot release, before building anything', async () => {
     const env = { DOCKER: path.join(tree, 'docker'), KUBECTL: KUBECTL ?? 'kubectl' };
@@ -294,7 +380,7 @@ describe('scripts/release.sh, up to the image build (no container engine here)',
     expect(existsSync(path.join(tree, 'docker-args'))).toBe(false);
   });
 
-  it('the committed image.env sets no image (TEST_IMAGE is the tests\' own)', () => {
+  it("the committed image.env sets no image (TEST_IMAGE is the tests' own)", () => {
     expect(read('knative/base/image.env')).not.toMatch(/^\s*IMAGE=/m);
     expect(TEST_IMAGE).toMatch(/@sha256:[0-9a-f]{64}$/);
   });
@@ -312,15 +398,19 @@ describe('the Grafana dashboard (knative/overlays/monitoring/grafana-dashboard.j
       exported.add(name);
       if (type === 'histogram') for (const suffix of ['_bucket', '_sum', '_count']) exported.add(`${name}${suffix}`);
     }
-    const read = PANELS.flatMap((p) => p.targets).flatMap((t) => [...t.expr.matchAll(/\b(spark_exec_svc_[a-z0-9_]+|process_[a-z0-9_]+)\b/g)].map((m) => m[1]!));
+    const read = PANELS.flatMap((p) => p.targets).flatMap((t) =>
+      [...t.expr.matchAll(/\b(spark_exec_svc_[a-z0-9_]+|process_[a-z0-9_]+)\b/g)].map((m) => m[1]!),
+    );
     expect(read.length).toBeGreaterThan(PANELS.length);
     expect([...new Set(read)].filter((n) => !exported.has(n))).toEqual([]);
     // Every metric family of ours is on some panel, except the sweep's timestamps (the alert's) and the cache's entry count and evictions.
     const shown = new Set(read.map((n) => n.replace(/_(bucket|sum|count)$/, '')));
     const ours = [...exported].filter((n) => n.startsWith('spark_exec_svc_') && !/_(bucket|sum|count)$/.test(n));
     expect(ours.filter((n) => !shown.has(n)).sort()).toEqual([
-      'spark_exec_svc_fact_cache_entries', 'spark_exec_svc_fact_cache_evictions_total',
-      'spark_exec_svc_sweep_last_clean_run_timestamp_seconds', 'spark_exec_svc_sweep_last_repairing_run_timestamp_seconds',
+      'spark_exec_svc_fact_cache_entries',
+      'spark_exec_svc_fact_cache_evictions_total',
+      'spark_exec_svc_sweep_last_clean_run_timestamp_seconds',
+      'spark_exec_svc_sweep_last_repairing_run_timestamp_seconds',
     ]);
   });
 });

@@ -16,7 +16,11 @@ export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url
 export const TEST_IMAGE = `registry.example.com/team/spark-exec-svc@sha256:${'0123456789abcdef'.repeat(4)}`;
 
 export function findKubectl(): string | undefined {
-  const candidates = [process.env['KUBECTL'], '/usr/bin/kubectl', ...(process.env['PATH'] ?? '').split(path.delimiter).map((d) => path.join(d, 'kubectl'))];
+  const candidates = [
+    process.env['KUBECTL'],
+    '/usr/bin/kubectl',
+    ...(process.env['PATH'] ?? '').split(path.delimiter).map((d) => path.join(d, 'kubectl')),
+  ];
   return candidates.find((c): c is string => c !== undefined && c !== '' && existsSync(c));
 }
 
@@ -36,7 +40,11 @@ export function sharedConfiguredTree(): string {
 }
 
 /** `kubectl kustomize <dir>` (relative to `root`), every document parsed. */
-export async function kustomizeObjects<T = Record<string, unknown>>(kubectl: string, dir: string, root: string = sharedConfiguredTree()): Promise<T[]> {
+export async function kustomizeObjects<T = Record<string, unknown>>(
+  kubectl: string,
+  dir: string,
+  root: string = sharedConfiguredTree(),
+): Promise<T[]> {
   const { stdout } = await promisify(execFile)(kubectl, ['kustomize', dir], { cwd: root, maxBuffer: 16 * 1024 * 1024 });
   const docs = loadAll(stdout).filter((d) => d !== null && d !== undefined);
   for (const d of docs) if (typeof d !== 'object' || Array.isArray(d)) throw new Error(`${dir}: a document is not an object`);

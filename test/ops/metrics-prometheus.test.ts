@@ -25,11 +25,12 @@ import { kustomizeObjects } from './kustomize.ts';
 
 const NS = 'spark';
 const JOB = 'spark-exec-svc';
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const WAIT_MS = 20_000;
 const tools = prometheusTools('metrics-prometheus.test');
 const skip = tools.skip(['prometheus'], 'the Prometheus server test');
-const KUBECTL = ['/usr/bin/kubectl', ...(process.env['PATH'] ?? '').split(path.delimiter).map((d) => path.join(d, 'kubectl'))].find((c) => existsSync(c));
+const KUBECTL = ['/usr/bin/kubectl', ...(process.env['PATH'] ?? '').split(path.delimiter).map((d) => path.join(d, 'kubectl'))].find((c) =>
+  existsSync(c),
+);
 
 let h: Harness;
 let prometheus: ChildProcess | undefined;
@@ -72,16 +73,22 @@ async function eventually<T>(what: string, read: () => Promise<T>, expected: T):
     }
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
-  throw new Error(`${what}: still ${JSON.stringify(last)} (expected ${JSON.stringify(expected)}) after ${WAIT_MS} ms${lastError === undefined ? '' : `; last error: ${String(lastError)}`}\nprometheus output:\n${promOutput.slice(-2000)}`);
+  throw new Error(
+    `${what}: still ${JSON.stringify(last)} (expected ${JSON.stringify(expected)}) after ${WAIT_MS} ms${lastError === undefined ? '' : `; last error: ${String(lastError)}`}\nprometheus output:\n${promOutput.slice(-2000)}`,
+  );
 }
 
 const byLabel = async (promql: string, label: string): Promise<Record<string, number>> =>
-  Object.fromEntries((await query(promql)).map((s) => [s.metric[label] ?? '', Number(s.value[1])]).sort(([a], [b]) => String(a).localeCompare(String(b))));
+  Object.fromEntries(
+    (await query(promql)).map((s) => [s.metric[label] ?? '', Number(s.value[1])]).sort(([a], [b]) => String(a).localeCompare(String(b))),
+  );
 
 /** The alert rules of the monitoring overlay, as a Prometheus rules file (spec.groups of the PrometheusRule). */
 async function writeRulesFile(file: string): Promise<boolean> {
   if (KUBECTL === undefined) return false;
-  const rule = (await kustomizeObjects<{ kind?: string; spec?: { groups?: unknown } }>(KUBECTL, 'knative/overlays/monitoring')).find((d) => d?.kind === 'PrometheusRule');
+  const rule = (await kustomizeObjects<{ kind?: string; spec?: { groups?: unknown } }>(KUBECTL, 'knative/overlays/monitoring')).find(
+    (d) => d?.kind === 'PrometheusRule',
+  );
   if (rule?.spec?.groups === undefined) throw new Error('knative/overlays/monitoring has no PrometheusRule');
   writeFileSync(file, dump({ groups: rule.spec.groups }));
   return true;
@@ -105,21 +112,22 @@ describe.skipIf(skip)('a real Prometheus scrapes the function during a replayed 
     promUrl = `http://127.0.0.1:${port}`;
     prometheus = spawn(
       binary,
-      [`--config.file=${path.join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${path.join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=warn'],
+      [
+        `--config.file=${path.join(dir, 'prometheus.yml')}`,
+        `--storage.tsdb.path=${path.join(dir, 'data')}`,
+        `--web.listen-address=127.0.0.1:${port}`,
+        '--log.level=warn',
+      ],
       { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     prometheus.stdout?.on('data', (d: Buffer) => (promOutput += d.toString()));
     prometheus.stderr?.on('data', (d: Buffer) => (promOutput += d.toString()));
-    await eventually(
-      'the function as an active, healthy target',
-      async () => {
-        if (prometheus?.exitCode !== null) throw new Error(`prometheus exited with ${prometheus?.exitCode}`);
-        const response = await fetch(`${promUrl}/api/v1/targets`);
-        const body = (await response.json()) as { data: { activeTargets: Array<{ labels: Record<string, string>; health: string }> } };
-        return body.data.activeTargets.map((t) => `${t.labels['job']} ${t.health}`);
-      },
-      [`${JOB} up`],
-    );
+    await eventually('the function as an active, healthy target', async () => {
+      if (prometheus?.exitCode !== null) throw new Error(`prometheus exited with ${prometheus?.exitCode}`);
+      const response = await fetch(`${promUrl}/api/v1/targets`);
+      const body = (await response.json()) as { data: { activeTargets: Array<{ labels: Record<string, string>; health: string }> } };
+      return body.data.activeTargets.map((t) => `${t.labels['job']} ${t.health}`);
+    }, [`${JOB} up`]);
   }, 60_000);
 
   afterAll(async () => {
@@ -141,7 +149,9 @@ describe.skipIf(skip)('a real Prometheus scrapes the function during a replayed 
     const driver = h.createPod(driverPod({ namespace: NS, appId }));
     const driverRef = { name: driver.metadata.name, uid: driver.metadata.uid! };
     replies.push(await h.send('add', driver));
-    const executors = ['1', '2', '3'].map((execId) => h.createPod(executorPod({ namespace: NS, appId, execId, driver: driverRef, blockManagerPort: 7079 })));
+    const executors = ['1', '2', '3'].map((execId) =>
+      h.createPod(executorPod({ namespace: NS, appId, execId, driver: driverRef, blockManagerPort: 7079 })),
+    );
     // Created in one batch: the first add makes the three Services, the others find theirs made.
     for (const pod of executors) replies.push(await h.send('add', pod));
     h.emulator.deleteObject('pods', NS, executors[1]!.metadata.name);
@@ -155,36 +165,76 @@ describe.skipIf(skip)('a real Prometheus scrapes the function during a replayed 
     ]);
 
     // The gauge of Services we manage, before the driver goes: the three Services.
-    await eventually('Services managed in spark', () => scalar(`spark_exec_svc_managed_services{job="${JOB}",service_namespace="${NS}"}`), 3);
+    await eventually(
+      'Services managed in spark',
+      () => scalar(`spark_exec_svc_managed_services{job="${JOB}",service_namespace="${NS}"}`),
+      3,
+    );
 
     h.emulator.deleteObject('pods', NS, driver.metadata.name); // garbage collection takes its Services
     const driverDeleted = await h.send('delete', driver);
-    const swept = await postCloudEvent(h.url, { type: 'dev.knative.sources.ping', data: { action: 'sweep' }, source: `/apis/v1/namespaces/${NS}/pingsources/spark-exec-svc-sweep` });
+    const swept = await postCloudEvent(h.url, {
+      type: 'dev.knative.sources.ping',
+      data: { action: 'sweep' },
+      source: `/apis/v1/namespaces/${NS}/pingsources/spark-exec-svc-sweep`,
+    });
     expect(driverDeleted.status).toBe(200);
     expect(swept.type).toBe('spark-exec-svc.swept');
     const driverOutcome = driverDeleted.data!.action;
 
     const expectedEvents: Record<string, number> = { created: 1, verified: 2, ignored: 1, 'marked-gone': 1, swept: 1 };
     expectedEvents[driverOutcome] = (expectedEvents[driverOutcome] ?? 0) + 1;
-    await eventually('events by outcome', () => byLabel(`sum by (outcome) (spark_exec_svc_events_total{job="${JOB}"})`, 'outcome'), Object.fromEntries(Object.entries(expectedEvents).sort(([a], [b]) => a.localeCompare(b))));
     await eventually(
-      'events by type',
-      () => byLabel(`sum by (type) (spark_exec_svc_events_total{job="${JOB}"})`, 'type'),
-      { 'dev.knative.apiserver.resource.add': 4, 'dev.knative.apiserver.resource.delete': 2, 'dev.knative.sources.ping': 1 },
+      'events by outcome',
+      () => byLabel(`sum by (outcome) (spark_exec_svc_events_total{job="${JOB}"})`, 'outcome'),
+      Object.fromEntries(Object.entries(expectedEvents).sort(([a], [b]) => a.localeCompare(b))),
     );
-    await eventually('events by HTTP code', () => byLabel(`sum by (code) (spark_exec_svc_events_total{job="${JOB}"})`, 'code'), { '200': 7 });
+    await eventually('events by type', () => byLabel(`sum by (type) (spark_exec_svc_events_total{job="${JOB}"})`, 'type'), {
+      'dev.knative.apiserver.resource.add': 4,
+      'dev.knative.apiserver.resource.delete': 2,
+      'dev.knative.sources.ping': 1,
+    });
+    await eventually('events by HTTP code', () => byLabel(`sum by (code) (spark_exec_svc_events_total{job="${JOB}"})`, 'code'), {
+      '200': 7,
+    });
     await eventually('event latencies observed', () => scalar(`sum(spark_exec_svc_event_duration_seconds_count{job="${JOB}"})`), 7);
-    await eventually('Services created by events', () => scalar(`sum(spark_exec_svc_service_outcomes_total{job="${JOB}",outcome="created",trigger="event"})`), 3);
-    await eventually('creates the API server answered 201', () => scalar(`sum(spark_exec_svc_kube_requests_total{job="${JOB}",verb="create",resource="services",code="201"})`), 3);
+    await eventually(
+      'Services created by events',
+      () => scalar(`sum(spark_exec_svc_service_outcomes_total{job="${JOB}",outcome="created",trigger="event"})`),
+      3,
+    );
+    await eventually(
+      'creates the API server answered 201',
+      () => scalar(`sum(spark_exec_svc_kube_requests_total{job="${JOB}",verb="create",resource="services",code="201"})`),
+      3,
+    );
     const apiRequests = h.emulator.countRequests({});
     await eventually('every API request counted', () => scalar(`sum(spark_exec_svc_kube_requests_total{job="${JOB}"})`), apiRequests);
-    await eventually('API latencies observed', () => scalar(`sum(spark_exec_svc_kube_request_duration_seconds_count{job="${JOB}"})`), apiRequests);
-    await eventually('sweep runs', () => byLabel(`sum by (result) (spark_exec_svc_sweep_runs_total{job="${JOB}"})`, 'result'), { 'round-completed': 1 });
-    await eventually('the sweep found nothing to repair', () => scalar(`spark_exec_svc_sweep_last_clean_run_timestamp_seconds{job="${JOB}"} > 0`).then((v) => v !== undefined), true);
+    await eventually(
+      'API latencies observed',
+      () => scalar(`sum(spark_exec_svc_kube_request_duration_seconds_count{job="${JOB}"})`),
+      apiRequests,
+    );
+    await eventually('sweep runs', () => byLabel(`sum by (result) (spark_exec_svc_sweep_runs_total{job="${JOB}"})`, 'result'), {
+      'round-completed': 1,
+    });
+    await eventually(
+      'the sweep found nothing to repair',
+      () => scalar(`spark_exec_svc_sweep_last_clean_run_timestamp_seconds{job="${JOB}"} > 0`).then((v) => v !== undefined),
+      true,
+    );
     await eventually('no sweep had to repair', () => scalar(`spark_exec_svc_sweep_last_repairing_run_timestamp_seconds{job="${JOB}"}`), 0);
     // The sweep counted again after garbage collection: none left.
-    await eventually('Services managed in spark after the driver went', () => scalar(`spark_exec_svc_managed_services{job="${JOB}",service_namespace="${NS}"}`), 0);
-    await eventually('the cap next to it', () => scalar(`spark_exec_svc_managed_services_limit{job="${JOB}",service_namespace="${NS}"}`), h.config.maxServicesPerNamespace);
+    await eventually(
+      'Services managed in spark after the driver went',
+      () => scalar(`spark_exec_svc_managed_services{job="${JOB}",service_namespace="${NS}"}`),
+      0,
+    );
+    await eventually(
+      'the cap next to it',
+      () => scalar(`spark_exec_svc_managed_services_limit{job="${JOB}",service_namespace="${NS}"}`),
+      h.config.maxServicesPerNamespace,
+    );
     await eventually('retries', () => scalar(`sum(spark_exec_svc_kube_retries_total{job="${JOB}"}) or vector(0)`), 0);
     await eventually('Node process metrics', () => scalar(`count(process_start_time_seconds{job="${JOB}"})`), 1);
   }, 90_000);
@@ -195,10 +245,18 @@ describe.skipIf(skip)('a real Prometheus scrapes the function during a replayed 
       'rule health',
       async () => {
         const response = await fetch(`${promUrl}/api/v1/rules`);
-        const body = (await response.json()) as { data: { groups: Array<{ rules: Array<{ name: string; health: string; lastError?: string }> }> } };
+        const body = (await response.json()) as {
+          data: { groups: Array<{ rules: Array<{ name: string; health: string; lastError?: string }> }> };
+        };
         return body.data.groups.flatMap((g) => g.rules).map((r) => `${r.name}: ${r.health}${r.lastError ? ` ${r.lastError}` : ''}`);
       },
-      ['SparkExecSvcEventsFailing', 'SparkExecSvcIdentityConflicts', 'SparkExecSvcRbacDenied', 'SparkExecSvcSweepKeepsRepairing', 'SparkExecSvcServicesNearLimit'].map((n) => `${n}: ok`),
+      [
+        'SparkExecSvcEventsFailing',
+        'SparkExecSvcIdentityConflicts',
+        'SparkExecSvcRbacDenied',
+        'SparkExecSvcSweepKeepsRepairing',
+        'SparkExecSvcServicesNearLimit',
+      ].map((n) => `${n}: ok`),
     );
     const alerts = (await (await fetch(`${promUrl}/api/v1/alerts`)).json()) as { data: { alerts: unknown[] } };
     expect(alerts.data.alerts).toEqual([]);

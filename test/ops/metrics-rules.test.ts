@@ -26,10 +26,13 @@ import { kustomizeObjects } from './kustomize.ts';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const OVERLAY = 'knative/overlays/monitoring';
 const FIXTURE = path.join(ROOT, 'test/fixtures/alerts.promtool-test.yaml');
-const KUBECTL = [process.env['KUBECTL'], '/usr/bin/kubectl', ...(process.env['PATH'] ?? '').split(path.delimiter).map((d) => path.join(d, 'kubectl'))].find(
-  (c): c is string => c !== undefined && c !== '' && existsSync(c),
-);
-if (KUBECTL === undefined) console.warn('[metrics-rules.test] SKIPPING the monitoring overlay checks: no kubectl at /usr/bin/kubectl, $KUBECTL or on PATH.');
+const KUBECTL = [
+  process.env['KUBECTL'],
+  '/usr/bin/kubectl',
+  ...(process.env['PATH'] ?? '').split(path.delimiter).map((d) => path.join(d, 'kubectl')),
+].find((c): c is string => c !== undefined && c !== '' && existsSync(c));
+if (KUBECTL === undefined)
+  console.warn('[metrics-rules.test] SKIPPING the monitoring overlay checks: no kubectl at /usr/bin/kubectl, $KUBECTL or on PATH.');
 const tools = prometheusTools('metrics-rules.test');
 const skipPromtool = KUBECTL === undefined || tools.skip(['promtool'], 'promtool check rules / test rules');
 
@@ -126,7 +129,12 @@ describe.skipIf(KUBECTL === undefined)(`${OVERLAY}`, () => {
   it('is the base plus two PodMonitors (function, adapter) and one PrometheusRule, valid against @kubernetes-models/prometheus-operator', async () => {
     const base = await kustomizeObjects<K8sObject>(KUBECTL!, 'knative/base');
     expect(objects.filter((o) => o.apiVersion !== 'monitoring.coreos.com/v1')).toEqual(base);
-    expect(objects.filter((o) => o.apiVersion === 'monitoring.coreos.com/v1').map((o) => o.kind).sort()).toEqual(['PodMonitor', 'PodMonitor', 'PrometheusRule']);
+    expect(
+      objects
+        .filter((o) => o.apiVersion === 'monitoring.coreos.com/v1')
+        .map((o) => o.kind)
+        .sort(),
+    ).toEqual(['PodMonitor', 'PodMonitor', 'PrometheusRule']);
     for (const o of ofKind('PodMonitor')) new PodMonitor(o as never).validate();
     for (const o of ofKind('PrometheusRule')) new PrometheusRule(o as never).validate();
     // The validator does reject a malformed object (guards the checks above).
@@ -137,7 +145,11 @@ describe.skipIf(KUBECTL === undefined)(`${OVERLAY}`, () => {
     const ksvc = objects.find((o) => o.kind === 'Service' && o.apiVersion === 'serving.knative.dev/v1')!;
     const monitor = ofKind('PodMonitor').find((m) => m.metadata.name === 'spark-exec-svc')!;
     expect(monitor.metadata.namespace).toBe(ksvc.metadata.namespace);
-    const spec = monitor.spec as { selector: { matchLabels?: Record<string, string> }; namespaceSelector?: unknown; podMetricsEndpoints: Array<Record<string, unknown>> };
+    const spec = monitor.spec as {
+      selector: { matchLabels?: Record<string, string> };
+      namespaceSelector?: unknown;
+      podMetricsEndpoints: Array<Record<string, unknown>>;
+    };
     // Knative labels every revision pod with its Service's name, and names the user container's port `user-port`.
     expect(spec.selector).toEqual({ matchLabels: { 'serving.knative.dev/service': ksvc.metadata.name } });
     expect(spec.namespaceSelector).toBeUndefined();
@@ -149,16 +161,29 @@ describe.skipIf(KUBECTL === undefined)(`${OVERLAY}`, () => {
     const source = objects.find((o) => o.kind === 'ApiServerSource')!;
     const monitor = ofKind('PodMonitor').find((m) => m.metadata.name === 'spark-exec-svc-adapter')!;
     expect(monitor.metadata.namespace).toBe(source.metadata.namespace);
-    const spec = monitor.spec as { selector: { matchLabels?: Record<string, string> }; namespaceSelector?: unknown; podMetricsEndpoints: Array<Record<string, unknown>> };
+    const spec = monitor.spec as {
+      selector: { matchLabels?: Record<string, string> };
+      namespaceSelector?: unknown;
+      podMetricsEndpoints: Array<Record<string, unknown>>;
+    };
     // pkg/reconciler/apiserversource/resources/labels.go: Labels(source.Name); receive_adapter.go: port "metrics" 9090.
-    expect(spec.selector).toEqual({ matchLabels: { 'eventing.knative.dev/source': 'apiserver-source-controller', 'eventing.knative.dev/sourceName': source.metadata.name } });
+    expect(spec.selector).toEqual({
+      matchLabels: {
+        'eventing.knative.dev/source': 'apiserver-source-controller',
+        'eventing.knative.dev/sourceName': source.metadata.name,
+      },
+    });
     expect(spec.namespaceSelector).toBeUndefined();
     expect(spec.podMetricsEndpoints).toEqual([expect.objectContaining({ port: 'metrics', path: '/metrics' })]);
   });
 
   it('has the required alerts, each with a severity, a summary and a description without templates', () => {
     expect(groups.length).toBeGreaterThan(0);
-    expect(alerts().map((a) => a.alert).sort()).toEqual([...REQUIRED_ALERTS].sort());
+    expect(
+      alerts()
+        .map((a) => a.alert)
+        .sort(),
+    ).toEqual([...REQUIRED_ALERTS].sort());
     for (const rule of alerts()) {
       expect(['warning', 'critical'], rule.alert).toContain(rule.labels?.['severity']);
       expect(rule.annotations?.['summary'], rule.alert).toBeTruthy();
@@ -177,7 +202,9 @@ describe.skipIf(KUBECTL === undefined)(`${OVERLAY}`, () => {
       exported.add(name);
       if (type === 'histogram') for (const suffix of ['_bucket', '_sum', '_count']) exported.add(`${name}${suffix}`);
     }
-    const read = new Set(groups.flatMap((g) => g.rules).flatMap((r) => [...String(r.expr).matchAll(/\bspark_exec_svc_[a-z0-9_]+/g)].map((m) => m[0])));
+    const read = new Set(
+      groups.flatMap((g) => g.rules).flatMap((r) => [...String(r.expr).matchAll(/\bspark_exec_svc_[a-z0-9_]+/g)].map((m) => m[0])),
+    );
     expect(read.size).toBeGreaterThan(0);
     for (const name of read) expect(exported.has(name), name).toBe(true);
   });
@@ -189,14 +216,22 @@ describe.skipIf(KUBECTL === undefined)(`${OVERLAY}`, () => {
       const quiet = tests.filter((t) => t.name.startsWith(`${name} stays quiet`));
       expect(fires.length, `${name}: firing tests`).toBeGreaterThan(0);
       expect(quiet.length, `${name}: quiet tests`).toBeGreaterThan(0);
-      for (const t of fires) expect(t.alert_rule_test?.some((c) => c.alertname === name && c.exp_alerts.length > 0), t.name).toBe(true);
+      for (const t of fires)
+        expect(
+          t.alert_rule_test?.some((c) => c.alertname === name && c.exp_alerts.length > 0),
+          t.name,
+        ).toBe(true);
       for (const t of quiet) {
         expect(t.input_series.length, `${t.name}: has series`).toBeGreaterThan(0);
         expect(t.alert_rule_test?.filter((c) => c.alertname === name).length, t.name).toBeGreaterThan(0);
-        expect(t.alert_rule_test?.every((c) => c.alertname === name && c.exp_alerts.length === 0), t.name).toBe(true);
+        expect(
+          t.alert_rule_test?.every((c) => c.alertname === name && c.exp_alerts.length === 0),
+          t.name,
+        ).toBe(true);
       }
     }
-    for (const t of tests) for (const c of t.alert_rule_test ?? []) expect(REQUIRED_ALERTS, `${t.name}: ${c.alertname}`).toContain(c.alertname);
+    for (const t of tests)
+      for (const c of t.alert_rule_test ?? []) expect(REQUIRED_ALERTS, `${t.name}: ${c.alertname}`).toContain(c.alertname);
   });
 
   describe.skipIf(skipPromtool)('with the real promtool', () => {
@@ -218,16 +253,19 @@ describe.skipIf(KUBECTL === undefined)(`${OVERLAY}`, () => {
       expect(output).toContain('SUCCESS');
     });
 
-    it.each(REQUIRED_ALERTS)('%s: its firing tests fail when it can never fire, its quiet tests when it always fires (mutation check)', async (name) => {
-      const tests = promtoolTests(alerts()).tests;
-      const fires = tests.filter((t) => t.name.startsWith(`${name} fires`)).map((t) => t.name);
-      const quiet = tests.filter((t) => t.name.startsWith(`${name} stays quiet`)).map((t) => t.name);
-      const never = await testRules(withExpr(name, 'vector(0) > 1'), `${name}-never`);
-      expect(never.code, never.output).not.toBe(0);
-      expect(never.failing.sort(), never.output).toEqual([...fires].sort());
-      const always = await testRules(withExpr(name, 'vector(1)'), `${name}-always`);
-      expect(always.code, always.output).not.toBe(0);
-      for (const t of quiet) expect(always.failing, `${t}\n${always.output}`).toContain(t);
-    });
+    it.each(REQUIRED_ALERTS)(
+      '%s: its firing tests fail when it can never fire, its quiet tests when it always fires (mutation check)',
+      async (name) => {
+        const tests = promtoolTests(alerts()).tests;
+        const fires = tests.filter((t) => t.name.startsWith(`${name} fires`)).map((t) => t.name);
+        const quiet = tests.filter((t) => t.name.startsWith(`${name} stays quiet`)).map((t) => t.name);
+        const never = await testRules(withExpr(name, 'vector(0) > 1'), `${name}-never`);
+        expect(never.code, never.output).not.toBe(0);
+        expect(never.failing.sort(), never.output).toEqual([...fires].sort());
+        const always = await testRules(withExpr(name, 'vector(1)'), `${name}-always`);
+        expect(always.code, always.output).not.toBe(0);
+        for (const t of quiet) expect(always.failing, `${t}\n${always.output}`).toContain(t);
+      },
+    );
   });
 });

@@ -48,7 +48,9 @@ function parseExposition(text: string): { samples: Sample[]; types: Map<string, 
 
 /** Sum of the samples of `name` whose labels include `match`. */
 function total(samples: readonly Sample[], name: string, match: Record<string, string> = {}): number {
-  return samples.filter((s) => s.name === name && Object.entries(match).every(([k, v]) => s.labels[k] === v)).reduce((n, s) => n + s.value, 0);
+  return samples
+    .filter((s) => s.name === name && Object.entries(match).every(([k, v]) => s.labels[k] === v))
+    .reduce((n, s) => n + s.value, 0);
 }
 
 // ---- the day ---------------------------------------------------------------------------------------
@@ -62,7 +64,11 @@ const replies: Record<string, PostedReply> = {};
 const secrets: string[] = [];
 
 const sweep = (): Promise<PostedReply> =>
-  postCloudEvent(h.url, { type: 'dev.knative.sources.ping', data: { action: 'sweep' }, source: `/apis/v1/namespaces/${NS}/pingsources/spark-exec-svc-sweep` });
+  postCloudEvent(h.url, {
+    type: 'dev.knative.sources.ping',
+    data: { action: 'sweep' },
+    source: `/apis/v1/namespaces/${NS}/pingsources/spark-exec-svc-sweep`,
+  });
 
 beforeAll(async () => {
   h = await startHarness({}, { metrics: newMetrics({ processMetrics: true }) });
@@ -70,7 +76,9 @@ beforeAll(async () => {
   const driver = h.createPod(driverPod({ namespace: NS, appId, name: 'metrics-app-driver' }));
   const driverRef = { name: driver.metadata.name, uid: driver.metadata.uid! };
   const executor = (execId: string): PodBody =>
-    h.createPod(executorPod({ namespace: NS, appId, execId, name: `metrics-app-exec-${execId}`, driver: driverRef, blockManagerPort: 7079 }));
+    h.createPod(
+      executorPod({ namespace: NS, appId, execId, name: `metrics-app-exec-${execId}`, driver: driverRef, blockManagerPort: 7079 }),
+    );
   secrets.push(appId, driver.metadata.name, driver.metadata.uid!);
 
   replies['driver add'] = await h.send('add', driver);
@@ -83,7 +91,12 @@ beforeAll(async () => {
   replies['exec 1 update'] = await h.send('update', execs[0]!);
 
   // Executor 4's name is taken by someone else's Service: a conflict.
-  h.emulator.seed({ apiVersion: 'v1', kind: 'Service', metadata: { name: executorServiceName(appId, '4'), namespace: NS }, spec: { selector: { app: 'other' }, ports: [{ port: 80 }] } });
+  h.emulator.seed({
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name: executorServiceName(appId, '4'), namespace: NS },
+    spec: { selector: { app: 'other' }, ports: [{ port: 80 }] },
+  });
   replies['exec 4 add'] = await h.send('add', executor('4'));
   // Executor 5: the API server is unavailable once (retried inside the event).
   h.emulator.faults.add({ verb: 'create', resource: 'services', fault: { kind: 'status', code: 503 } });
@@ -97,8 +110,14 @@ beforeAll(async () => {
   replies['exec 2 delete'] = await h.send('delete', execs[1]!);
 
   // Refused inputs, one of each class.
-  replies['too large'] = await postRaw({ 'ce-id': '1', 'ce-source': 's', 'ce-specversion': '1.0', 'ce-type': podEventType('add'), 'content-type': 'application/json' }, 'x'.repeat(h.config.maxBodyBytes + 1));
-  replies['no id'] = await postRaw({ 'ce-source': 's', 'ce-specversion': '1.0', 'ce-type': podEventType('add'), 'content-type': 'application/json' }, '{}');
+  replies['too large'] = await postRaw(
+    { 'ce-id': '1', 'ce-source': 's', 'ce-specversion': '1.0', 'ce-type': podEventType('add'), 'content-type': 'application/json' },
+    'x'.repeat(h.config.maxBodyBytes + 1),
+  );
+  replies['no id'] = await postRaw(
+    { 'ce-source': 's', 'ce-specversion': '1.0', 'ce-type': podEventType('add'), 'content-type': 'application/json' },
+    '{}',
+  );
   replies['batch'] = await postRaw(
     { 'content-type': 'application/cloudevents-batch+json' },
     JSON.stringify([{ id: 'b1', source: 's', specversion: '1.0', type: podEventType('add'), data: {} }]),
@@ -152,7 +171,9 @@ describe('GET /metrics', () => {
     expect(replies['exec 5 add']?.type).toBe('spark-exec-svc.service.created');
     expect(replies['exec 6 add']?.status).toBe(500);
     expect(replies['exec 2 delete']?.type).toBe('spark-exec-svc.service.marked-gone');
-    expect([replies['too large']?.status, replies['no id']?.status, replies['batch']?.status, replies['invalid pod']?.status]).toEqual([413, 400, 400, 400]);
+    expect([replies['too large']?.status, replies['no id']?.status, replies['batch']?.status, replies['invalid pod']?.status]).toEqual([
+      413, 400, 400, 400,
+    ]);
     expect([replies['GET /']?.status, replies['GET /nope']?.status]).toEqual([405, 404]);
     expect(replies['sweep']?.type).toBe('spark-exec-svc.swept');
   });
@@ -175,17 +196,32 @@ describe('GET /metrics', () => {
       if (type === 'histogram') expect(name, `${name}: a histogram of seconds`).toMatch(/_seconds$/);
     }
     // Node's default process metrics are there too.
-    for (const name of ['process_cpu_seconds_total', 'process_resident_memory_bytes', 'nodejs_heap_size_used_bytes', 'nodejs_eventloop_lag_seconds', 'nodejs_gc_duration_seconds']) {
+    for (const name of [
+      'process_cpu_seconds_total',
+      'process_resident_memory_bytes',
+      'nodejs_heap_size_used_bytes',
+      'nodejs_eventloop_lag_seconds',
+      'nodejs_gc_duration_seconds',
+    ]) {
       expect(parsed.types.has(name), name).toBe(true);
     }
   });
 
   it('label values are bounded: no pod, app, Service name, event id or sender-chosen type appears', () => {
-    for (const secret of [...secrets, 'metrics-app-exec-1', executorServiceName(sparkAppId(7), '1')]) expect(exposition).not.toContain(secret);
+    for (const secret of [...secrets, 'metrics-app-exec-1', executorServiceName(sparkAppId(7), '1')])
+      expect(exposition).not.toContain(secret);
     const typeValues = new Set(parsed.samples.filter((s) => s.name === 'spark_exec_svc_events_total').map((s) => s.labels['type']));
-    expect([...typeValues].sort()).toEqual(['dev.knative.apiserver.resource.add', 'dev.knative.apiserver.resource.delete', 'dev.knative.apiserver.resource.update', 'dev.knative.sources.ping', 'other', 'unknown']);
+    expect([...typeValues].sort()).toEqual([
+      'dev.knative.apiserver.resource.add',
+      'dev.knative.apiserver.resource.delete',
+      'dev.knative.apiserver.resource.update',
+      'dev.knative.sources.ping',
+      'other',
+      'unknown',
+    ]);
     const seriesPerFamily = new Map<string, number>();
-    for (const s of parsed.samples) if (s.name.startsWith('spark_exec_svc_')) seriesPerFamily.set(s.name, (seriesPerFamily.get(s.name) ?? 0) + 1);
+    for (const s of parsed.samples)
+      if (s.name.startsWith('spark_exec_svc_')) seriesPerFamily.set(s.name, (seriesPerFamily.get(s.name) ?? 0) + 1);
     // 40 distinct hostile types made one `other` series, not forty.
     expect(value('spark_exec_svc_events_total', { type: 'other' })).toBe(40);
     expect(parsed.samples.filter((s) => s.name === 'spark_exec_svc_events_total' && s.labels['type'] === 'other')).toHaveLength(1);
@@ -193,7 +229,8 @@ describe('GET /metrics', () => {
   });
 
   it('events by type, outcome and HTTP status code, with their latency', () => {
-    const ev = (type: string, outcome: string, code: string) => value('spark_exec_svc_events_total', { type: `dev.knative.apiserver.resource.${type}`, outcome, code });
+    const ev = (type: string, outcome: string, code: string) =>
+      value('spark_exec_svc_events_total', { type: `dev.knative.apiserver.resource.${type}`, outcome, code });
     expect(ev('add', 'ignored', '200')).toBe(1); // the driver
     expect(ev('add', 'created', '200')).toBe(4);
     expect(ev('update', 'verified', '200')).toBe(1);
@@ -221,8 +258,17 @@ describe('GET /metrics', () => {
   });
 
   it('refused inputs by reason class', () => {
-    const refused = Object.fromEntries(parsed.samples.filter((s) => s.name === 'spark_exec_svc_refused_total').map((s) => [s.labels['reason'], s.value]));
-    expect(refused).toEqual({ 'body-too-large': 1, 'not-a-cloudevent': 1, batch: 1, 'invalid-event': 1, 'method-not-allowed': 1, 'unknown-path': 1 });
+    const refused = Object.fromEntries(
+      parsed.samples.filter((s) => s.name === 'spark_exec_svc_refused_total').map((s) => [s.labels['reason'], s.value]),
+    );
+    expect(refused).toEqual({
+      'body-too-large': 1,
+      'not-a-cloudevent': 1,
+      batch: 1,
+      'invalid-event': 1,
+      'method-not-allowed': 1,
+      'unknown-path': 1,
+    });
   });
 
   it('Kubernetes API requests by verb, resource and code (403 = RBAC), timed; retries by code', () => {
@@ -257,7 +303,10 @@ describe('GET /metrics', () => {
 
   it('fact cache entries, bytes and evictions by kind', () => {
     for (const kind of ['pods', 'services', 'claimants']) {
-      expect(parsed.samples.some((s) => s.name === 'spark_exec_svc_fact_cache_entries' && s.labels['kind'] === kind), kind).toBe(true);
+      expect(
+        parsed.samples.some((s) => s.name === 'spark_exec_svc_fact_cache_entries' && s.labels['kind'] === kind),
+        kind,
+      ).toBe(true);
       expect(value('spark_exec_svc_fact_cache_evictions_total', { kind })).toBe(0);
     }
     expect(value('spark_exec_svc_fact_cache_entries', { kind: 'pods' })).toBeGreaterThan(0);
@@ -278,7 +327,12 @@ describe('sweep ticks that overlap', () => {
     const other = await startHarness({}, { metrics: m });
     try {
       other.emulator.faults.add({ verb: 'list', resource: 'services', fault: { kind: 'delay', ms: 300 } });
-      const tick = () => postCloudEvent(other.url, { type: 'dev.knative.sources.ping', data: { action: 'sweep' }, source: '/apis/v1/namespaces/spark/pingsources/sweep' });
+      const tick = () =>
+        postCloudEvent(other.url, {
+          type: 'dev.knative.sources.ping',
+          data: { action: 'sweep' },
+          source: '/apis/v1/namespaces/spark/pingsources/sweep',
+        });
       const first = tick();
       await new Promise((resolve) => setTimeout(resolve, 100));
       const replies = await Promise.all([first, tick()]);
@@ -321,7 +375,9 @@ describe('metrics units', () => {
 
   it('the instrumented client reports the code the API server sent, and nothing for requests it never sends', async () => {
     const calls: string[] = [];
-    const recorder = { recordKubeRequest: (verb: string, resource: string, code: string) => void calls.push(`${verb} ${resource} ${code}`) };
+    const recorder = {
+      recordKubeRequest: (verb: string, resource: string, code: string) => void calls.push(`${verb} ${resource} ${code}`),
+    };
     const fail = (status: number, reason: string) => Promise.reject(new KubeApiError('x', status, reason, status === 0, undefined));
     const client: KubeClient = {
       readPod: async () => undefined,

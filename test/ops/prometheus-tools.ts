@@ -36,15 +36,20 @@ export function prometheusTools(testFile: string): Tools {
       const absent = missing(names);
       if (absent.length === 0) return false;
       if (IN_CI) {
-        console.error(`[${testFile}] ${absent.join(' and ')} missing in CI (CI=true): ${what} will FAIL. .ci/run installs the Debian package prometheus.`);
+        console.error(
+          `[${testFile}] ${absent.join(' and ')} missing in CI (CI=true): ${what} will FAIL. .ci/run installs the Debian package prometheus.`,
+        );
         return false;
       }
-      console.warn(`[${testFile}] SKIPPING ${what}: ${absent.join(' and ')} not found on PATH or in /usr/bin (apt-get install prometheus; .ci/run does so as root).`);
+      console.warn(
+        `[${testFile}] SKIPPING ${what}: ${absent.join(' and ')} not found on PATH or in /usr/bin (apt-get install prometheus; .ci/run does so as root).`,
+      );
       return true;
     },
     require(name) {
       const tool = found[name];
-      if (tool === undefined) throw new Error(`${name} is not installed (Debian package prometheus; .ci/run installs it)${IN_CI ? ' — required in CI' : ''}`);
+      if (tool === undefined)
+        throw new Error(`${name} is not installed (Debian package prometheus; .ci/run installs it)${IN_CI ? ' — required in CI' : ''}`);
       return tool;
     },
   };
@@ -56,7 +61,11 @@ export async function toolVersion(tool: string): Promise<string> {
 }
 
 /** Runs promtool; resolves with its exit code and output instead of throwing on a non-zero exit. */
-export async function runTool(tool: string, args: readonly string[], options: { input?: string; cwd?: string } = {}): Promise<{ code: number; output: string }> {
+export async function runTool(
+  tool: string,
+  args: readonly string[],
+  options: { input?: string; cwd?: string } = {},
+): Promise<{ code: number; output: string }> {
   return new Promise((resolve, reject) => {
     const child = execFile(tool, [...args], { cwd: options.cwd, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
       const output = `${stdout}${stderr}`;

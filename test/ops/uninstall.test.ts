@@ -23,7 +23,15 @@ const SCRIPT = path.join(ROOT, 'scripts/delete-leftover-services.sh');
 const NS = 'spark';
 const KUBECTL = findKubectl();
 
-interface Svc { metadata: { name: string; uid: string; labels?: Record<string, string>; annotations?: Record<string, string>; ownerReferences?: { name: string; uid: string }[] } }
+interface Svc {
+  metadata: {
+    name: string;
+    uid: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    ownerReferences?: { name: string; uid: string }[];
+  };
+}
 
 let emulator: KubeEmulator | undefined;
 let work: string | undefined;
@@ -39,8 +47,12 @@ function runScript(args: string[], env: Record<string, string> = {}): Promise<{ 
     const child = spawn('sh', [SCRIPT, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
-    child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
     child.on('error', reject);
     child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
   });
@@ -54,7 +66,12 @@ function runScript(args: string[], env: Record<string, string> = {}): Promise<{ 
  *  - app "done": driver Succeeded (Spark keeps the pod) before the function saw it: both Services left;
  *  - a Service of someone else, and one with our label but no owner.
  */
-async function namespaceAfterUninstall(): Promise<{ emu: KubeEmulator; env: Record<string, string>; live: { driver: PodBody; executors: PodBody[] }; names: Record<'live1' | 'live2' | 'live3' | 'live4' | 'done1' | 'done2', string> }> {
+async function namespaceAfterUninstall(): Promise<{
+  emu: KubeEmulator;
+  env: Record<string, string>;
+  live: { driver: PodBody; executors: PodBody[] };
+  names: Record<'live1' | 'live2' | 'live3' | 'live4' | 'done1' | 'done2', string>;
+}> {
   const emu = await startEmulator();
   emulator = emu;
   let now = new Date();
@@ -64,13 +81,20 @@ async function namespaceAfterUninstall(): Promise<{ emu: KubeEmulator; env: Reco
   const liveDriver = h.createPod(driverPod({ namespace: NS, appId: liveApp, name: 'live-driver' }));
   const doneDriver = h.createPod(driverPod({ namespace: NS, appId: doneApp, name: 'done-driver' }));
   const ref = (d: PodBody) => ({ name: d.metadata.name, uid: d.metadata.uid! });
-  const liveExecutors = ['1', '2', '3', '4'].map((execId) => h.createPod(executorPod({ namespace: NS, appId: liveApp, execId, driver: ref(liveDriver), blockManagerPort: 7079 })));
-  const doneExecutors = ['1', '2'].map((execId) => h.createPod(executorPod({ namespace: NS, appId: doneApp, execId, driver: ref(doneDriver), blockManagerPort: 7079 })));
+  const liveExecutors = ['1', '2', '3', '4'].map((execId) =>
+    h.createPod(executorPod({ namespace: NS, appId: liveApp, execId, driver: ref(liveDriver), blockManagerPort: 7079 })),
+  );
+  const doneExecutors = ['1', '2'].map((execId) =>
+    h.createPod(executorPod({ namespace: NS, appId: doneApp, execId, driver: ref(doneDriver), blockManagerPort: 7079 })),
+  );
   for (const pod of [...liveExecutors, ...doneExecutors]) expect((await h.send('add', pod)).status).toBe(200);
   expect(h.services(NS)).toHaveLength(6);
 
   const real = Date.now();
-  for (const [pod, agoSeconds] of [[liveExecutors[1]!, 600], [liveExecutors[2]!, 10]] as const) {
+  for (const [pod, agoSeconds] of [
+    [liveExecutors[1]!, 600],
+    [liveExecutors[2]!, 10],
+  ] as const) {
     now = new Date(real - agoSeconds * 1000);
     emu.deleteObject('pods', NS, pod.metadata.name);
     expect((await h.send('delete', pod)).type).toBe('spark-exec-svc.service.marked-gone');
@@ -80,17 +104,36 @@ async function namespaceAfterUninstall(): Promise<{ emu: KubeEmulator; env: Reco
   for (const pod of doneExecutors) emu.deleteObject('pods', NS, pod.metadata.name);
   await h.close(); // the function is gone; the emulator stays
 
-  emu.seed({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'someone-elses', namespace: NS, labels: { app: 'web' } }, spec: { selector: { app: 'web' }, ports: [{ port: 80 }] } });
-  emu.seed({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'ours-without-owner', namespace: NS, labels: { [MANAGED_BY_LABEL]: 'spark-exec-svc' } }, spec: { selector: { app: 'x' }, ports: [{ port: 7079 }] } });
+  emu.seed({
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name: 'someone-elses', namespace: NS, labels: { app: 'web' } },
+    spec: { selector: { app: 'web' }, ports: [{ port: 80 }] },
+  });
+  emu.seed({
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name: 'ours-without-owner', namespace: NS, labels: { [MANAGED_BY_LABEL]: 'spark-exec-svc' } },
+    spec: { selector: { app: 'x' }, ports: [{ port: 7079 }] },
+  });
 
   work = mkdtempSync(path.join(tmpdir(), 'sxs-uninstall-'));
   const kubeconfig = path.join(work, 'kubeconfig');
   emu.writeKubeconfig(kubeconfig);
   const names = {
-    live1: executorServiceName(liveApp, '1'), live2: executorServiceName(liveApp, '2'), live3: executorServiceName(liveApp, '3'), live4: executorServiceName(liveApp, '4'),
-    done1: executorServiceName(doneApp, '1'), done2: executorServiceName(doneApp, '2'),
+    live1: executorServiceName(liveApp, '1'),
+    live2: executorServiceName(liveApp, '2'),
+    live3: executorServiceName(liveApp, '3'),
+    live4: executorServiceName(liveApp, '4'),
+    done1: executorServiceName(doneApp, '1'),
+    done2: executorServiceName(doneApp, '2'),
   };
-  const marks = Object.fromEntries((emu.listObjects('services', NS) as unknown as Svc[]).map((s) => [s.metadata.name, s.metadata.annotations?.[EXECUTOR_GONE_AT_ANNOTATION]]));
+  const marks = Object.fromEntries(
+    (emu.listObjects('services', NS) as unknown as Svc[]).map((s) => [
+      s.metadata.name,
+      s.metadata.annotations?.[EXECUTOR_GONE_AT_ANNOTATION],
+    ]),
+  );
   expect(marks[names.live2]).toBeDefined();
   expect(marks[names.live3]).toBeDefined();
   expect(marks[names.live1]).toBeUndefined();
@@ -102,7 +145,11 @@ async function namespaceAfterUninstall(): Promise<{ emu: KubeEmulator; env: Reco
   };
 }
 
-const serviceNames = (emu: KubeEmulator) => emu.listObjects('services', NS).map((s) => (s as unknown as Svc).metadata.name).sort();
+const serviceNames = (emu: KubeEmulator) =>
+  emu
+    .listObjects('services', NS)
+    .map((s) => (s as unknown as Svc).metadata.name)
+    .sort();
 
 describe.skipIf(KUBECTL === undefined)('scripts/delete-leftover-services.sh against the API-server emulator', () => {
   it('deletes only Services of finished drivers and of executors gone past the cool-down; a live executor keeps its Service', async () => {
@@ -116,7 +163,11 @@ describe.skipIf(KUBECTL === undefined)('scripts/delete-leftover-services.sh agai
     expect(after).toEqual(expect.arrayContaining([names.live1, names.live3, names.live4, 'someone-elses', 'ours-without-owner']));
     // The invariant: every live executor of a live driver still has its Service, unmarked, owned by the driver.
     for (const pod of live.executors.filter((p) => emu.getObject('pods', NS, p.metadata.name) !== undefined)) {
-      const svc = emu.getObject('services', NS, executorServiceName(pod.metadata.labels['spark-app-selector']!, pod.metadata.labels['spark-exec-id']!)) as unknown as Svc | undefined;
+      const svc = emu.getObject(
+        'services',
+        NS,
+        executorServiceName(pod.metadata.labels['spark-app-selector']!, pod.metadata.labels['spark-exec-id']!),
+      ) as unknown as Svc | undefined;
       expect(svc, pod.metadata.name).toBeDefined();
       expect(svc!.metadata.annotations?.[EXECUTOR_GONE_AT_ANNOTATION]).toBeUndefined();
       expect(svc!.metadata.ownerReferences?.[0]?.uid).toBe(live.driver.metadata.uid);
@@ -156,12 +207,17 @@ describe.skipIf(KUBECTL === undefined)('scripts/delete-leftover-services.sh agai
     const { emu, env, names } = await namespaceAfterUninstall();
     // A kubectl that lets someone annotate the Service just before the script's DELETE reaches the server.
     const racer = path.join(work!, 'racing-kubectl');
-    writeFileSync(racer, [
-      '#!/bin/sh',
-      'for a in "$@"; do case "$a" in /api/v1/namespaces/*/services/*) ns=${a#/api/v1/namespaces/}; ns=${ns%%/*}; svc=${a##*/};',
-      `  "$REAL_KUBECTL" $KUBECTL_ARGS -n "$ns" annotate service "$svc" example.com/touched=yes --overwrite >/dev/null ;; esac; done`,
-      'exec "$REAL_KUBECTL" "$@"', '',
-    ].join('\n'), { mode: 0o755 });
+    writeFileSync(
+      racer,
+      [
+        '#!/bin/sh',
+        'for a in "$@"; do case "$a" in /api/v1/namespaces/*/services/*) ns=${a#/api/v1/namespaces/}; ns=${ns%%/*}; svc=${a##*/};',
+        `  "$REAL_KUBECTL" $KUBECTL_ARGS -n "$ns" annotate service "$svc" example.com/touched=yes --overwrite >/dev/null ;; esac; done`,
+        'exec "$REAL_KUBECTL" "$@"',
+        '',
+      ].join('\n'),
+      { mode: 0o755 },
+    );
     const r = await runScript([NS], { ...env, KUBECTL: racer, REAL_KUBECTL: KUBECTL! });
     expect(r.code).toBe(0);
     for (const n of [names.live2, names.done1, names.done2]) {
@@ -183,7 +239,9 @@ describe('scripts/delete-leftover-services.sh is plain POSIX sh', () => {
     const out = await new Promise<{ code: number; text: string }>((resolve) => {
       const c = spawn(shellcheck!, ['-s', 'sh', SCRIPT]);
       let text = '';
-      c.stdout.on('data', (d: Buffer) => { text += d.toString(); });
+      c.stdout.on('data', (d: Buffer) => {
+        text += d.toString();
+      });
       c.on('close', (code) => resolve({ code: code ?? -1, text }));
     });
     expect(out.text).toBe('');

@@ -153,7 +153,9 @@ describe('fast-fail demo, netns mode', () => {
 });
 
 describe('fast-fail demo, loopback fallback', () => {
-  it('drop (full accept queue) waits for T, closed port fails at once, reject and the Service rows are skipped', { timeout: 30_000 }, async () => {
+  it('drop (full accept queue) waits for T, closed port fails at once, reject and the Service rows are skipped', {
+    timeout: 30_000,
+  }, async () => {
     const report = await runFastFail({ peers: K, timeoutMs: T, mode: 'loopback', outFile: null, log: () => {} });
     expect(report.mode).toBe('loopback');
     const drop = caseOf(report, 'drop');

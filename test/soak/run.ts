@@ -107,7 +107,8 @@ const kinds: Fault[] = [
   { kind: 'delay', ms: 150 },
   { kind: 'conflict' },
 ];
-if (FAULT_RATE > 0) for (const fault of kinds) emulator.faults.add({ times: Number.POSITIVE_INFINITY, probability: FAULT_RATE / kinds.length, fault });
+if (FAULT_RATE > 0)
+  for (const fault of kinds) emulator.faults.add({ times: Number.POSITIVE_INFINITY, probability: FAULT_RATE / kinds.length, fault });
 
 /** Delivers like Knative: a 5xx or a broken connection is redelivered with backoff, up to MAX_REDELIVERIES times. */
 async function deliverLikeKnative(event: RecordedEvent): Promise<void> {
@@ -194,7 +195,10 @@ setFlagsFromString('--expose-gc');
 const heapAfterGc = process.memoryUsage().heapUsed;
 
 const report: Array<[string, string | number]> = [
-  ['apps', `${APPS} (seed ${SEED}, ${world.executors.size} executors, ${apps.filter((a) => UNWATCHED.includes(a.namespace)).length} in an unwatched namespace)`],
+  [
+    'apps',
+    `${APPS} (seed ${SEED}, ${world.executors.size} executors, ${apps.filter((a) => UNWATCHED.includes(a.namespace)).length} in an unwatched namespace)`,
+  ],
   ['fault rate', `${FAULT_RATE} (429 ± Retry-After, 500, 503, reset, delay, conflict); event deadline ${EVENT_DEADLINE_MS} ms`],
   ['events generated', stats.events],
   ['deliveries (HTTP POSTs, incl. duplicates and redeliveries)', stats.deliveries],
@@ -206,7 +210,10 @@ const report: Array<[string, string | number]> = [
   ['dead-lettered after max redeliveries', stats.deadLettered],
   ['unexpected 4xx', stats.rejected4xx],
   ['undelivered (time limit)', stats.undelivered],
-  ['Services expected / present', `${expected.size} / ${namespaces.flatMap((ns) => emulator.listObjects('services', ns)).length - foreign.length} (+${foreign.length} foreign)`],
+  [
+    'Services expected / present',
+    `${expected.size} / ${namespaces.flatMap((ns) => emulator.listObjects('services', ns)).length - foreign.length} (+${foreign.length} foreign)`,
+  ],
   ['mismatches before the sweep', beforeSweep.length],
   ['sweep', swept ? 'ok' : 'failed'],
   ['final mismatches', afterSweep.length],
@@ -217,7 +224,11 @@ const report: Array<[string, string | number]> = [
 ];
 const width = Math.max(...report.map(([k]) => k.length));
 process.stdout.write(`spark-exec-svc soak\n${report.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`).join('\n')}\n`);
-for (const line of [...beforeSweep.map((m) => `before sweep: ${m}`), ...afterSweep.map((m) => `final: ${m}`), ...audit.map((a) => `audit: ${a}`)].slice(0, 40)) {
+for (const line of [
+  ...beforeSweep.map((m) => `before sweep: ${m}`),
+  ...afterSweep.map((m) => `final: ${m}`),
+  ...audit.map((a) => `audit: ${a}`),
+].slice(0, 40)) {
   process.stdout.write(`  ${line}\n`);
 }
 

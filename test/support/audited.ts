@@ -67,7 +67,10 @@ export async function audited(env: Record<string, string> = {}, opts: HarnessOpt
 export async function auditAndClose(...group: Harness[]): Promise<void> {
   const emulator = group[0]!.emulator;
   const scopes = auditList.filter((a) => a.emulator === emulator);
-  const merged: AuditScope = { namespaces: [...new Set(scopes.flatMap((s) => s.scope.namespaces))], foreign: scopes.flatMap((s) => s.scope.foreign ?? []) };
+  const merged: AuditScope = {
+    namespaces: [...new Set(scopes.flatMap((s) => s.scope.namespaces))],
+    foreign: scopes.flatMap((s) => s.scope.foreign ?? []),
+  };
   totalAudited += emulator.requests.length;
   for (let i = auditList.length - 1; i >= 0; i--) if (auditList[i]!.emulator === emulator) auditList.splice(i, 1);
   for (const h of group) harnesses.splice(harnesses.indexOf(h), 1);
@@ -87,5 +90,7 @@ export const sleep = (ms: number): Promise<void> => new Promise((resolve) => set
 
 /** Log lines of the function at or above `level` whose JSON mentions `text`. */
 export function logsMatching(h: Harness, text: RegExp, levels: readonly string[] = ['warn', 'error']): Array<Record<string, unknown>> {
-  return h.logs.filter((l) => levels.includes(String(l['level'])) && Object.values(l).some((v) => text.test(typeof v === 'string' ? v : JSON.stringify(v))));
+  return h.logs.filter(
+    (l) => levels.includes(String(l['level'])) && Object.values(l).some((v) => text.test(typeof v === 'string' ? v : JSON.stringify(v))),
+  );
 }

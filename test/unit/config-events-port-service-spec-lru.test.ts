@@ -4,7 +4,7 @@ import { ConfigError, loadConfig } from '../../shared/ops/config.ts';
 import { InvalidEventError, parseFunctionEvent } from '../../shared/model/events.ts';
 import { Pod, type Service } from '../../shared/model/k8s-objects.ts';
 import { desiredExecutorService, serviceFact } from '../../shared/model/service-spec.ts';
-import { driverPod, executorPod, nonSparkPod, sparkAppId } from '../../testkit/spark-pods.ts';
+import { executorPod, nonSparkPod, sparkAppId } from '../../testkit/spark-pods.ts';
 
 const ns = 'spark';
 const appId = sparkAppId(7);
@@ -19,9 +19,9 @@ describe('config', () => {
     expect(config.cooldownSeconds).toBe(300);
     expect(config.optInMode).toBe('label');
     expect(config.defaultBlockManagerPort).toBeUndefined();
-    expect(() => loadConfig({ WATCH_NAMESPACES: 'A_B', COOLDOWN_SECONDS: '-1', OPT_IN_MODE: 'some', BLOCK_MANAGER_PORT: '70000' }, () => undefined)).toThrow(
-      /WATCH_NAMESPACES[\s\S]*OPT_IN_MODE[\s\S]*BLOCK_MANAGER_PORT[\s\S]*COOLDOWN_SECONDS/,
-    );
+    expect(() =>
+      loadConfig({ WATCH_NAMESPACES: 'A_B', COOLDOWN_SECONDS: '-1', OPT_IN_MODE: 'some', BLOCK_MANAGER_PORT: '70000' }, () => undefined),
+    ).toThrow(/WATCH_NAMESPACES[\s\S]*OPT_IN_MODE[\s\S]*BLOCK_MANAGER_PORT[\s\S]*COOLDOWN_SECONDS/);
   });
 
   it('falls back to the service-account namespace, and fails clearly without one', () => {
@@ -38,7 +38,13 @@ describe('event parsing', () => {
     const exec = withUid(executorPod({ namespace: ns, appId, execId: '1', driver }), 'e1');
     const parsed = parseFunctionEvent({ ...base, type: 'dev.knative.apiserver.resource.add', data: exec });
     expect(parsed.kind).toBe('pod');
-    expect(parseFunctionEvent({ ...base, type: 'dev.knative.apiserver.ref.delete', data: { apiVersion: 'v1', kind: 'Pod', name: 'p', namespace: ns } })).toEqual({
+    expect(
+      parseFunctionEvent({
+        ...base,
+        type: 'dev.knative.apiserver.ref.delete',
+        data: { apiVersion: 'v1', kind: 'Pod', name: 'p', namespace: ns },
+      }),
+    ).toEqual({
       kind: 'pod-ref',
       verb: 'delete',
       namespace: ns,
@@ -50,7 +56,9 @@ describe('event parsing', () => {
 
   it('ignores non-Spark pods and other kinds without validating them', () => {
     expect(parseFunctionEvent({ ...base, type: 'dev.knative.apiserver.resource.add', data: nonSparkPod(ns, 'web') }).kind).toBe('ignored');
-    expect(parseFunctionEvent({ ...base, type: 'dev.knative.apiserver.resource.add', data: { kind: 'ConfigMap', metadata: {} } }).kind).toBe('ignored');
+    expect(
+      parseFunctionEvent({ ...base, type: 'dev.knative.apiserver.resource.add', data: { kind: 'ConfigMap', metadata: {} } }).kind,
+    ).toBe('ignored');
     expect(parseFunctionEvent({ ...base, type: 'com.example.other', data: {} }).kind).toBe('ignored');
   });
 
@@ -58,8 +66,12 @@ describe('event parsing', () => {
     const hostile = withUid(executorPod({ namespace: ns, appId: 'x"; rm -rf /', execId: '1', driver }), 'e1');
     expect(() => parseFunctionEvent({ ...base, type: 'dev.knative.apiserver.resource.add', data: hostile })).toThrow(InvalidEventError);
     const longLabel = withUid(executorPod({ namespace: ns, appId: 'a'.repeat(64), execId: '1', driver }), 'e1');
-    expect(() => parseFunctionEvent({ ...base, type: 'dev.knative.apiserver.resource.add', data: longLabel })).toThrow(/invalid value for label/);
-    expect(() => parseFunctionEvent({ ...base, type: 'dev.knative.apiserver.resource.add', data: '{not json' })).toThrow(/not a JSON object/);
+    expect(() => parseFunctionEvent({ ...base, type: 'dev.knative.apiserver.resource.add', data: longLabel })).toThrow(
+      /invalid value for label/,
+    );
+    expect(() => parseFunctionEvent({ ...base, type: 'dev.knative.apiserver.resource.add', data: '{not json' })).toThrow(
+      /not a JSON object/,
+    );
     expect(() => parseFunctionEvent({ ...base, type: 'dev.knative.apiserver.ref.add', data: { name: 'x' } })).toThrow(/object reference/);
     const noUid = executorPod({ namespace: ns, appId, execId: '1', driver });
     expect(() => parseFunctionEvent({ ...base, type: 'dev.knative.apiserver.resource.add', data: noUid })).toThrow(/uid/);
@@ -98,7 +110,9 @@ describe('Service spec', () => {
       selector: { 'spark-app-selector': appId, 'spark-exec-id': '3' },
       ports: [{ name: 'spark-block-manager', protocol: 'TCP', port: 7079, targetPort: 7079 }],
     });
-    expect(desired.metadata.ownerReferences).toEqual([{ apiVersion: 'v1', kind: 'Pod', name: driver.name, uid: driver.uid, controller: true }]);
+    expect(desired.metadata.ownerReferences).toEqual([
+      { apiVersion: 'v1', kind: 'Pod', name: driver.name, uid: driver.uid, controller: true },
+    ]);
     expect(desired.metadata.annotations).toEqual({
       'spark-exec-svc/executor-pod': 'e-3',
       'spark-exec-svc/executor-uid': 'e-uid-3',
@@ -108,11 +122,20 @@ describe('Service spec', () => {
   });
 
   it('reads back the identity of our Services only', () => {
-    const stored = { ...structuredClone(desired), metadata: { ...structuredClone(desired.metadata), uid: 's-uid', resourceVersion: '7' } } as Service;
+    const stored = {
+      ...structuredClone(desired),
+      metadata: { ...structuredClone(desired.metadata), uid: 's-uid', resourceVersion: '7' },
+    } as Service;
     expect(serviceFact(stored)?.identity).toEqual(identity);
     const foreign = { ...stored, metadata: { ...stored.metadata, labels: {} } };
     expect(serviceFact(foreign)?.identity).toBeUndefined();
-    const twoOwners = { ...stored, metadata: { ...stored.metadata, ownerReferences: [...stored.metadata.ownerReferences!, { apiVersion: 'v1', kind: 'Pod', name: 'x', uid: 'x' }] } };
+    const twoOwners = {
+      ...stored,
+      metadata: {
+        ...stored.metadata,
+        ownerReferences: [...stored.metadata.ownerReferences!, { apiVersion: 'v1', kind: 'Pod', name: 'x', uid: 'x' }],
+      },
+    };
     expect(serviceFact(twoOwners)?.identity).toBeUndefined();
     const noUid = { ...stored, metadata: { ...stored.metadata, annotations: { 'spark-exec-svc/executor-pod': 'e-3' } } };
     expect(serviceFact(noUid)).toMatchObject({ ours: true, identity: undefined, executor: undefined });

@@ -12,13 +12,22 @@ afterEach(async () => {
 });
 
 const body = (execId: string) =>
-  desiredExecutorService(NS, { appId: 'spark-app', execId, executor: { name: `e-${execId}`, uid: `e-uid-${execId}` }, owner: { name: 'd', uid: 'd-uid' } }, 7079);
+  desiredExecutorService(
+    NS,
+    { appId: 'spark-app', execId, executor: { name: `e-${execId}`, uid: `e-uid-${execId}` }, owner: { name: 'd', uid: 'd-uid' } },
+    7079,
+  );
 
 /** The wrapper's contract, through the real client-node against the emulator. */
 describe('CoreV1KubeClient', () => {
   it('maps 404 to undefined, AlreadyExists to "exists", and deletes only the Service with the given UID', async () => {
     emulator = await startEmulator();
-    emulator.seed({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'd', namespace: NS, uid: 'd-uid' }, spec: { containers: [{ name: 'c', image: 'i' }] } });
+    emulator.seed({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'd', namespace: NS, uid: 'd-uid' },
+      spec: { containers: [{ name: 'c', image: 'i' }] },
+    });
     const client = new CoreV1KubeClient(emulator.kubeConfig(), 2000);
     expect(await client.readPod(NS, 'missing')).toBeUndefined();
     expect(await client.readService(NS, 'missing')).toBeUndefined();
@@ -35,7 +44,12 @@ describe('CoreV1KubeClient', () => {
 
   it('pages lists with limit and continue', async () => {
     emulator = await startEmulator();
-    emulator.seed({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'd', namespace: NS, uid: 'd-uid' }, spec: { containers: [{ name: 'c', image: 'i' }] } });
+    emulator.seed({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'd', namespace: NS, uid: 'd-uid' },
+      spec: { containers: [{ name: 'c', image: 'i' }] },
+    });
     const client = new CoreV1KubeClient(emulator.kubeConfig(), 2000);
     for (const id of ['1', '2', '3', '4', '5']) await client.createService(body(id));
     const names: string[] = [];

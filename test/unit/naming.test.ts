@@ -34,9 +34,7 @@ describe('executorServiceName', () => {
   });
 
   it('keeps "spark-application-<ms>" ids plain', () => {
-    expect(executorServiceName('spark-application-1700000000000', '100000')).toBe(
-      'svc-spark-application-1700000000000-exec-100000',
-    );
+    expect(executorServiceName('spark-application-1700000000000', '100000')).toBe('svc-spark-application-1700000000000-exec-100000');
   });
 
   it('is injective over the inputs Spark produces: no two (app id, exec id) pairs share a name', () => {
@@ -57,13 +55,20 @@ describe('executorServiceName', () => {
       fc.tuple(fc.stringMatching(/^[a-z][a-z0-9]{0,20}$/), decimal).map(([a, n]) => `${a}-exec-${n}`),
       fc.stringMatching(/^[A-Z][A-Za-z0-9._-]{0,40}[a-z0-9]$/),
     );
-    const app = fc.oneof(labelValue.filter((v) => LABEL_VALUE.test(v)), tricky.filter((v) => v.length <= 63 && LABEL_VALUE.test(v)), hex32.map((h) => `spark-${h}`));
+    const app = fc.oneof(
+      labelValue.filter((v) => LABEL_VALUE.test(v)),
+      tricky.filter((v) => v.length <= 63 && LABEL_VALUE.test(v)),
+      hex32.map((h) => `spark-${h}`),
+    );
     fc.assert(
       fc.property(app, decimal, app, decimal, (a1, e1, a2, e2) => {
         const n1 = executorServiceName(a1, e1);
         const n2 = executorServiceName(a2, e2);
         if (a1 !== a2 || e1 !== e2) expect(n1).not.toBe(n2);
-        for (const [a, e, n] of [[a1, e1, n1], [a2, e2, n2]] as const) {
+        for (const [a, e, n] of [
+          [a1, e1, n1],
+          [a2, e2, n2],
+        ] as const) {
           const plain = `svc-${a}-exec-${e}`;
           if (n === plain) expect(plainPairOf(n)).toEqual([a, e]);
           else expect(plainPairOf(n), `${a}/${e} -> ${n}`).toBeUndefined();
@@ -104,7 +109,7 @@ describe('executorServiceName', () => {
     expect(executorServiceName(app63, '12345')).toBe(`svc-${app63}-exec-12345`);
     expect(executorServiceName(app63, '12345')).toHaveLength(63);
     const app64 = `${app63}a`;
-    expect(executorServiceName(app64, '12345')).toBe(`svc-${app64}-exec-12345`.slice(0, 4 + 47) + `-h${hash10(app64, '12345')}`);
+    expect(executorServiceName(app64, '12345')).toBe(`${`svc-${app64}-exec-12345`.slice(0, 4 + 47)}-h${hash10(app64, '12345')}`);
     expect(executorServiceName(app64, '12345')).toHaveLength(63);
   });
 
@@ -122,7 +127,16 @@ describe('executorServiceName', () => {
   });
 
   it('gives different names to different inputs (generated set)', () => {
-    const inputs = fc.sample(fc.tuple(fc.oneof(labelValue, hex32.map((h) => `spark-${h}`)), execId), { numRuns: 5000, seed: 7 });
+    const inputs = fc.sample(
+      fc.tuple(
+        fc.oneof(
+          labelValue,
+          hex32.map((h) => `spark-${h}`),
+        ),
+        execId,
+      ),
+      { numRuns: 5000, seed: 7 },
+    );
     const byName = new Map<string, string>();
     const collisions: string[] = [];
     for (const [app, exec] of inputs) {

@@ -11,7 +11,7 @@ const VALID = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
 
 describe('traceparentOf', () => {
   it.each([
-    ['the spec\'s example', VALID, undefined, VALID],
+    ["the spec's example", VALID, undefined, VALID],
     ['the extension when there is no header', undefined, VALID, VALID],
     ['the header over the extension', VALID, '00-11111111111111111111111111111111-2222222222222222-00', VALID],
     ['a malformed header falls back to the extension', 'garbage', VALID, VALID],
@@ -36,7 +36,14 @@ describe('the function logs the traceparent of the event it handled', () => {
   async function sweep(id: string, extra: Record<string, string>): Promise<number> {
     const response = await fetch(h!.url, {
       method: 'POST',
-      headers: { 'ce-specversion': '1.0', 'ce-id': id, 'ce-source': '/apis/v1/namespaces/spark/pingsources/spark-exec-svc-sweep', 'ce-type': 'dev.knative.sources.ping', 'content-type': 'application/json', ...extra },
+      headers: {
+        'ce-specversion': '1.0',
+        'ce-id': id,
+        'ce-source': '/apis/v1/namespaces/spark/pingsources/spark-exec-svc-sweep',
+        'ce-type': 'dev.knative.sources.ping',
+        'content-type': 'application/json',
+        ...extra,
+      },
       body: '{"action":"sweep"}',
     });
     await response.arrayBuffer();

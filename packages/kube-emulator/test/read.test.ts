@@ -92,7 +92,15 @@ describe('services: create, defaults, get', () => {
       [{ metadata: { name: 'noports' }, spec: { selector: { a: 'b' } } }, 'spec.ports'],
       [svcBody('port0', { ports: [{ port: 70000 }] }), 'spec.ports[0].port'],
       [svcBody('tp', { ports: [{ port: 80, targetPort: 'Not_A_Port' as unknown as k8s.IntOrString }] }), 'spec.ports[0].targetPort'],
-      [svcBody('dupnames', { ports: [{ name: 'a', port: 80 }, { name: 'a', port: 81 }] }), 'spec.ports[1].name'],
+      [
+        svcBody('dupnames', {
+          ports: [
+            { name: 'a', port: 80 },
+            { name: 'a', port: 81 },
+          ],
+        }),
+        'spec.ports[1].name',
+      ],
       [svcBody('noname', { ports: [{ port: 80 }, { name: 'b', port: 81 }] }), 'spec.ports[0].name'],
       [svcBody('sel', { selector: { app: 'bad value!' } }), 'spec.selector'],
       [svcBody('lbl', {}, { labels: { k: 'v'.repeat(64) } }), 'metadata.labels'],
@@ -114,7 +122,10 @@ describe('services: create, defaults, get', () => {
       { reason: 'FieldValueInvalid', message: 'Invalid value: 0: must be between 1 and 65535, inclusive', field: 'spec.ports[0].port' },
     ]);
     const own = await apiError(
-      api.createNamespacedService({ namespace: n, body: svcBody('o', {}, { ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: '', uid: 'u' }] }) }),
+      api.createNamespacedService({
+        namespace: n,
+        body: svcBody('o', {}, { ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: '', uid: 'u' }] }),
+      }),
     );
     expect(own.status.message).toBe('Service "o" is invalid: metadata.ownerReferences.name: Invalid value: "": must not be empty');
   });
@@ -146,7 +157,11 @@ describe('services: create, defaults, get', () => {
   it('handles unknown fields per fieldValidation (Warn by default, Strict rejects)', async () => {
     const n = ns();
     const body = JSON.stringify({ metadata: { name: 'u' }, spec: { ports: [{ port: 80, bogus: 1 }] } });
-    const warn = await fetch(`${emu.url}/api/v1/namespaces/${n}/services`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
+    const warn = await fetch(`${emu.url}/api/v1/namespaces/${n}/services`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body,
+    });
     expect(warn.status).toBe(201);
     expect(warn.headers.get('warning')).toContain('unknown field \\"spec.ports[0].bogus\\"');
     expect(JSON.stringify(emu.getObject('services', n, 'u'))).not.toContain('bogus');
@@ -163,7 +178,10 @@ describe('services: create, defaults, get', () => {
 
   it('supports generateName and dryRun', async () => {
     const n = ns();
-    const gen = await api.createNamespacedService({ namespace: n, body: { metadata: { generateName: 'svc-' }, spec: { ports: [{ port: 80 }] } } });
+    const gen = await api.createNamespacedService({
+      namespace: n,
+      body: { metadata: { generateName: 'svc-' }, spec: { ports: [{ port: 80 }] } },
+    });
     expect(gen.metadata?.name).toMatch(/^svc-[bcdfghjklmnpqrstvwxz2456789]{5}$/);
     const dry = await api.createNamespacedService({ namespace: n, body: svcBody('dry'), dryRun: 'All' });
     expect(dry.metadata?.uid).toBeTruthy();
@@ -175,7 +193,10 @@ describe('services: create, defaults, get', () => {
 describe('pods', () => {
   it('resets status on create, keeps it on seed, and only /status changes it', async () => {
     const n = ns();
-    const created = await api.createNamespacedPod({ namespace: n, body: { ...podBody('p'), status: { phase: 'Running', podIP: '10.0.0.1' } } });
+    const created = await api.createNamespacedPod({
+      namespace: n,
+      body: { ...podBody('p'), status: { phase: 'Running', podIP: '10.0.0.1' } },
+    });
     expect(created.status).toEqual({ phase: 'Pending', qosClass: 'BestEffort' });
     expect(created.spec).toMatchObject({ restartPolicy: 'Always', dnsPolicy: 'ClusterFirst', serviceAccountName: 'default' });
     const seeded = seedPod(n, 's', {}, { phase: 'Running', podIP: '10.0.0.2' });
@@ -204,7 +225,9 @@ describe('pods', () => {
     const bad = await apiError(api.createNamespacedPod({ namespace: n, body: podBody('Pod_1') }));
     expect(bad.code).toBe(422);
     expect(bad.status.details?.kind).toBe('Pod');
-    const noContainers = await apiError(api.createNamespacedPod({ namespace: n, body: { metadata: { name: 'x' }, spec: { containers: [] } } }));
+    const noContainers = await apiError(
+      api.createNamespacedPod({ namespace: n, body: { metadata: { name: 'x' }, spec: { containers: [] } } }),
+    );
     expect(noContainers.status.message).toBe('Pod "x" is invalid: spec.containers: Required value');
     const forbidden = await apiError(
       api.patchNamespacedPod(
@@ -224,15 +247,28 @@ describe('more of the API surface', () => {
     expect(created.status?.phase).toBe('Active');
     expect((await apiError(api.createNamespace({ body: { metadata: { name: n } } }))).status.reason).toBe('AlreadyExists');
     expect((await api.readNamespace({ name: 'any-valid-name' })).status?.phase).toBe('Active');
-    expect((await apiError(api.createNamespacedPod({ namespace: 'Not_Valid', body: podBody('p') }))).status.message).toBe('namespaces "Not_Valid" not found');
+    expect((await apiError(api.createNamespacedPod({ namespace: 'Not_Valid', body: podBody('p') }))).status.message).toBe(
+      'namespaces "Not_Valid" not found',
+    );
     expect((await api.listNamespace({ labelSelector: 'team=spark' })).items.map((x) => x.metadata?.name)).toEqual([n]);
 
     const smp = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch);
     await api.createNamespacedPod({
       namespace: n,
-      body: { metadata: { name: 'p' }, spec: { containers: [{ name: 'a', image: 'img:1' }, { name: 'b', image: 'img:1' }] } },
+      body: {
+        metadata: { name: 'p' },
+        spec: {
+          containers: [
+            { name: 'a', image: 'img:1' },
+            { name: 'b', image: 'img:1' },
+          ],
+        },
+      },
     });
-    const p = await api.patchNamespacedPod({ namespace: n, name: 'p', body: { spec: { containers: [{ name: 'b', image: 'img:2' }] } } }, smp);
+    const p = await api.patchNamespacedPod(
+      { namespace: n, name: 'p', body: { spec: { containers: [{ name: 'b', image: 'img:2' }] } } },
+      smp,
+    );
     expect(p.spec?.containers.map((c) => `${c.name}=${c.image}`)).toEqual(['a=img:1', 'b=img:2']);
 
     await api.createNamespacedService({ namespace: n, body: svcBody('np') });
@@ -250,7 +286,10 @@ describe('more of the API surface', () => {
 
     // A real quirk kept on purpose: resourceVersion on create is a 500 from the storage layer.
     const rv = await apiError(api.createNamespacedPod({ namespace: n, body: podBody('rv', { resourceVersion: '7' }) }));
-    expect(rv).toMatchObject({ code: 500, status: { reason: 'Unknown', message: 'resourceVersion should not be set on objects to be created' } });
+    expect(rv).toMatchObject({
+      code: 500,
+      status: { reason: 'Unknown', message: 'resourceVersion should not be set on objects to be created' },
+    });
   });
 });
 
@@ -262,9 +301,13 @@ describe('list', () => {
     seedPod(n, 'c', { labels: { role: 'driver', app: 'x' } }, { phase: 'Running' });
     seedPod(n, 'd', {}, { phase: 'Running' });
     const names = async (labelSelector?: string, fieldSelector?: string): Promise<string[]> =>
-      (await api.listNamespacedPod({ namespace: n, ...(labelSelector ? { labelSelector } : {}), ...(fieldSelector ? { fieldSelector } : {}) })).items.map(
-        (p) => p.metadata?.name ?? '',
-      );
+      (
+        await api.listNamespacedPod({
+          namespace: n,
+          ...(labelSelector ? { labelSelector } : {}),
+          ...(fieldSelector ? { fieldSelector } : {}),
+        })
+      ).items.map((p) => p.metadata?.name ?? '');
     expect(await names()).toEqual(['a', 'b', 'c', 'd']);
     expect(await names('role=executor')).toEqual(['a', 'b']);
     expect(await names('role==executor,app=x')).toEqual(['a']);

@@ -4,12 +4,9 @@
  * and a fresh namespace per test.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { type KubeEmulator, startEmulator } from '../index.ts';
 
 export const run = promisify(execFile);
@@ -32,7 +29,12 @@ export interface StatusBody {
   message: string;
   reason: string;
   code: number;
-  details?: { name?: string; kind?: string; causes?: Array<{ reason: string; message: string; field: string }>; retryAfterSeconds?: number };
+  details?: {
+    name?: string;
+    kind?: string;
+    causes?: Array<{ reason: string; message: string; field: string }>;
+    retryAfterSeconds?: number;
+  };
 }
 
 /** client-node 2.x throws ApiException with the HTTP code and the Status JSON as a string body. */
@@ -58,7 +60,12 @@ export const podBody = (name: string, meta: Partial<k8s.V1ObjectMeta> = {}): k8s
   spec: { containers: [{ name: 'main', image: 'spark:3.5.1' }] },
 });
 
-export function seedPod(namespace: string, name: string, meta: Record<string, unknown> = {}, status: Record<string, unknown> = {}): k8s.V1Pod {
+export function seedPod(
+  namespace: string,
+  name: string,
+  meta: Record<string, unknown> = {},
+  status: Record<string, unknown> = {},
+): k8s.V1Pod {
   return emu.seed({
     kind: 'Pod',
     apiVersion: 'v1',

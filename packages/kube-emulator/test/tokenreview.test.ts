@@ -26,7 +26,7 @@ describe('TokenReview', () => {
     expect(emu.countRequests({ verb: 'create', resource: 'tokenreviews' })).toBe(1);
   });
 
-  it('refuses another audience (and the API server\'s own when none is asked), expiry, a bad signature, a deleted ServiceAccount', async () => {
+  it("refuses another audience (and the API server's own when none is asked), expiry, a bad signature, a deleted ServiceAccount", async () => {
     emu = await startEmulator();
     const api = emu.kubeConfig().makeApiClient(k8s.AuthenticationV1Api);
     const review = async (token: string, audiences?: string[]) =>
@@ -34,8 +34,16 @@ describe('TokenReview', () => {
     const token = emu.tokens.mint({ namespace: 'spark', serviceAccount: 'src', audiences: ['aud-a'] });
     expect(await review(token, ['aud-x'])).toMatchObject({ error: expect.stringMatching(/invalid for the target audiences/) });
     expect((await review(token))?.authenticated).toBeUndefined();
-    expect((await review(emu.tokens.mint({ namespace: 'spark', serviceAccount: 'k', audiences: ['https://kubernetes.default.svc.cluster.local'] })))?.authenticated).toBe(true);
-    expect(await review(emu.tokens.mint({ namespace: 'spark', serviceAccount: 'src', audiences: ['aud-a'], expiresInSeconds: -1 }), ['aud-a'])).toMatchObject({ error: expect.stringMatching(/expired/) });
+    expect(
+      (
+        await review(
+          emu.tokens.mint({ namespace: 'spark', serviceAccount: 'k', audiences: ['https://kubernetes.default.svc.cluster.local'] }),
+        )
+      )?.authenticated,
+    ).toBe(true);
+    expect(
+      await review(emu.tokens.mint({ namespace: 'spark', serviceAccount: 'src', audiences: ['aud-a'], expiresInSeconds: -1 }), ['aud-a']),
+    ).toMatchObject({ error: expect.stringMatching(/expired/) });
     const [h, p] = token.split('.');
     expect(await review(`${h}.${p}.AAAA`, ['aud-a'])).toMatchObject({ error: expect.stringMatching(/invalid bearer token/) });
     expect(await review('opaque', ['aud-a'])).toMatchObject({ error: expect.stringMatching(/invalid bearer token/) });

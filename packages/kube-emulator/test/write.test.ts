@@ -23,20 +23,31 @@ describe('update and patch', () => {
     expect(conflict.code).toBe(409);
     expect(conflict.status).toMatchObject({
       reason: 'Conflict',
-      message: 'Operation cannot be fulfilled on services "r": the object has been modified; please apply your changes to the latest version and try again',
+      message:
+        'Operation cannot be fulfilled on services "r": the object has been modified; please apply your changes to the latest version and try again',
       details: { name: 'r', kind: 'services' },
     });
     const same = await api.replaceNamespacedService({ namespace: n, name: 'r', body: v2 });
     expect(same.metadata?.resourceVersion).toBe(v2.metadata?.resourceVersion);
     // No resourceVersion: an unconditional update, allowed for services.
     const { resourceVersion: _rv, ...metaNoRv } = v2.metadata ?? {};
-    const uncond = await api.replaceNamespacedService({ namespace: n, name: 'r', body: { ...v2, metadata: { ...metaNoRv, labels: { v: '3' } } } });
+    const uncond = await api.replaceNamespacedService({
+      namespace: n,
+      name: 'r',
+      body: { ...v2, metadata: { ...metaNoRv, labels: { v: '3' } } },
+    });
     expect(uncond.metadata?.labels).toEqual({ v: '3' });
     const immutable = await apiError(
-      api.replaceNamespacedService({ namespace: n, name: 'r', body: { ...uncond, spec: { ...uncond.spec, clusterIP: '10.96.200.200', clusterIPs: undefined } } }),
+      api.replaceNamespacedService({
+        namespace: n,
+        name: 'r',
+        body: { ...uncond, spec: { ...uncond.spec, clusterIP: '10.96.200.200', clusterIPs: undefined } },
+      }),
     );
     expect(immutable.code).toBe(422);
-    expect(immutable.status.message).toBe('Service "r" is invalid: spec.clusterIPs[0]: Invalid value: []string{"10.96.200.200"}: may not change once set');
+    expect(immutable.status.message).toBe(
+      'Service "r" is invalid: spec.clusterIPs[0]: Invalid value: []string{"10.96.200.200"}: may not change once set',
+    );
     const missing = await apiError(api.replaceNamespacedService({ namespace: n, name: 'gone', body: svcBody('gone') }));
     expect(missing.code).toBe(404);
   });
@@ -46,13 +57,25 @@ describe('update and patch', () => {
     const owner = seedPod(n, 'driver');
     const created = await api.createNamespacedService({
       namespace: n,
-      body: svcBody('p', { ports: [{ name: 'a', port: 80 }, { name: 'b', port: 81 }] }, { labels: { keep: '1', drop: '1' } }),
+      body: svcBody(
+        'p',
+        {
+          ports: [
+            { name: 'a', port: 80 },
+            { name: 'b', port: 81 },
+          ],
+        },
+        { labels: { keep: '1', drop: '1' } },
+      ),
     });
     const merge = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
     const json = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch);
     const smp = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch);
 
-    const m = await api.patchNamespacedService({ namespace: n, name: 'p', body: { metadata: { labels: { drop: null, add: 'x' } } } }, merge);
+    const m = await api.patchNamespacedService(
+      { namespace: n, name: 'p', body: { metadata: { labels: { drop: null, add: 'x' } } } },
+      merge,
+    );
     expect(m.metadata?.labels).toEqual({ add: 'x', keep: '1' });
     // Merge patch replaces lists wholesale.
     const m2 = await api.patchNamespacedService({ namespace: n, name: 'p', body: { spec: { ports: [{ name: 'c', port: 90 }] } } }, merge);
@@ -85,7 +108,12 @@ describe('update and patch', () => {
         name: 'p',
         body: {
           metadata: { ownerReferences: [ownerRef(owner)] },
-          spec: { ports: [{ port: 91, name: 'renamed' }, { port: 92, name: 'new' }] },
+          spec: {
+            ports: [
+              { port: 91, name: 'renamed' },
+              { port: 92, name: 'new' },
+            ],
+          },
         },
       },
       smp,
@@ -103,7 +131,10 @@ describe('update and patch', () => {
 
     // A stale resourceVersion inside a patch is a precondition, like the real server.
     const stale = await apiError(
-      api.patchNamespacedService({ namespace: n, name: 'p', body: { metadata: { resourceVersion: created.metadata?.resourceVersion, labels: { z: '1' } } } }, merge),
+      api.patchNamespacedService(
+        { namespace: n, name: 'p', body: { metadata: { resourceVersion: created.metadata?.resourceVersion, labels: { z: '1' } } } },
+        merge,
+      ),
     );
     expect(stale.code).toBe(409);
     expect(stale.status.reason).toBe('Conflict');
@@ -123,7 +154,10 @@ describe('delete and garbage collection', () => {
     const unrelated = await api.createNamespacedService({ namespace: n, body: svcBody('other') });
     // Two owners: survives while one is alive, losing the dangling reference.
     const other = seedPod(n, 'other-owner');
-    await api.createNamespacedService({ namespace: n, body: svcBody('shared', {}, { ownerReferences: [ownerRef(driver), { ...ownerRef(other), controller: false }] }) });
+    await api.createNamespacedService({
+      namespace: n,
+      body: svcBody('shared', {}, { ownerReferences: [ownerRef(driver), { ...ownerRef(other), controller: false }] }),
+    });
 
     const deleted = await api.deleteNamespacedPod({ namespace: n, name: 'driver' });
     expect(deleted.metadata?.name).toBe('driver');
@@ -147,13 +181,21 @@ describe('delete and garbage collection', () => {
     // Owner UID that does not exist: the garbage collector deletes the dependent.
     await api.createNamespacedService({
       namespace: n,
-      body: svcBody('dangling', {}, { ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: 'driver', uid: driver.metadata?.uid ?? '' }] }),
+      body: svcBody(
+        'dangling',
+        {},
+        { ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: 'driver', uid: driver.metadata?.uid ?? '' }] },
+      ),
     });
     expect((await apiError(api.readNamespacedService({ namespace: n, name: 'dangling' }))).code).toBe(404);
     // Owners of kinds the emulator does not serve cannot be resolved and are left alone.
     await api.createNamespacedService({
       namespace: n,
-      body: svcBody('crd-owned', {}, { ownerReferences: [{ apiVersion: 'sparkoperator.k8s.io/v1beta2', kind: 'SparkApplication', name: 'app', uid: 'x-1' }] }),
+      body: svcBody(
+        'crd-owned',
+        {},
+        { ownerReferences: [{ apiVersion: 'sparkoperator.k8s.io/v1beta2', kind: 'SparkApplication', name: 'app', uid: 'x-1' }] },
+      ),
     });
     expect(emu.getObject('services', n, 'crd-owned')).toBeDefined();
     const badPolicy = await apiError(api.deleteNamespacedService({ namespace: n, name: 's1', propagationPolicy: 'Sideways' }));
@@ -195,7 +237,10 @@ describe('faults', () => {
 
     emu.faults.add({ method: 'PATCH', fault: { kind: 'conflict' } });
     const conflict = await apiError(
-      api.patchNamespacedService({ namespace: n, name: 'f', body: { metadata: { labels: { a: 'b' } } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch)),
+      api.patchNamespacedService(
+        { namespace: n, name: 'f', body: { metadata: { labels: { a: 'b' } } } },
+        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+      ),
     );
     expect(conflict.status).toMatchObject({ code: 409, reason: 'Conflict', details: { name: 'f', kind: 'services' } });
     emu.faults.add({ resource: 'services', verb: 'get', fault: { kind: 'status', code: 403 } });
@@ -274,7 +319,13 @@ describe('request accounting', () => {
     expect(emu.countRequests({ verb: 'list' })).toBe(1);
     expect(emu.countRequests({ resource: 'services' })).toBe(2);
     expect(emu.countRequests({ verb: 'delete', resource: 'services' })).toBe(1);
-    expect(emu.requests[0]).toMatchObject({ method: 'GET', path: `/api/v1/namespaces/${n}/pods`, status: 200, verb: 'list', resource: 'pods' });
+    expect(emu.requests[0]).toMatchObject({
+      method: 'GET',
+      path: `/api/v1/namespaces/${n}/pods`,
+      status: 200,
+      verb: 'list',
+      resource: 'pods',
+    });
   });
 });
 
@@ -300,7 +351,19 @@ describe('kubectl', () => {
     expect(await kubectl('get', 'pods', '-n', n)).toMatch(/^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\nexec-1\s+0\/1\s+Running\s+0\s+/);
 
     const manifest = (port: number): string =>
-      ['apiVersion: v1', 'kind: Service', 'metadata:', '  name: svc-k', `  namespace: ${n}`, '  labels: {app: k}', 'spec:', '  selector: {app: k}', '  ports:', `  - {name: bm, port: ${port}}`, ''].join('\n');
+      [
+        'apiVersion: v1',
+        'kind: Service',
+        'metadata:',
+        '  name: svc-k',
+        `  namespace: ${n}`,
+        '  labels: {app: k}',
+        'spec:',
+        '  selector: {app: k}',
+        '  ports:',
+        `  - {name: bm, port: ${port}}`,
+        '',
+      ].join('\n');
     const file = join(dir, 'svc.yaml');
     writeFileSync(file, manifest(7079));
     expect(await kubectl('apply', '-f', file)).toContain('service/svc-k created');

@@ -14,7 +14,8 @@ import { type PodBody, driverPod, executorPod } from '../../../testkit/spark-pod
 import { NS, audited, sleep } from '../../support/audited.ts';
 import { invariantProblemsOf, ref } from './tenant-scene.ts';
 
-export const serviceOf = (h: Harness, name: string): SvcObj | undefined => h.emulator.getObject('services', NS, name) as unknown as SvcObj | undefined;
+export const serviceOf = (h: Harness, name: string): SvcObj | undefined =>
+  h.emulator.getObject('services', NS, name) as unknown as SvcObj | undefined;
 
 export async function untilSeen(what: string, cond: () => boolean, ms = 2000): Promise<void> {
   const end = Date.now() + ms;
@@ -59,7 +60,16 @@ export class RaceScene {
   }
 
   executor(appId: string, execId: string, driver: PodBody, o: { name?: string; port?: number } = {}): PodBody {
-    const pod = this.h.createPod(executorPod({ namespace: NS, appId, execId, name: o.name ?? `${driver.metadata.name}-exec-${execId}`, driver: ref(driver), blockManagerPort: o.port }));
+    const pod = this.h.createPod(
+      executorPod({
+        namespace: NS,
+        appId,
+        execId,
+        name: o.name ?? `${driver.metadata.name}-exec-${execId}`,
+        driver: ref(driver),
+        blockManagerPort: o.port,
+      }),
+    );
     this.genuine.add(pod.metadata.name);
     return pod;
   }
@@ -68,7 +78,10 @@ export class RaceScene {
   async started(appId: string, execId: string, driver: PodBody, o: { name?: string; to?: Harness } = {}): Promise<PodBody> {
     const pod = this.executor(appId, execId, driver, o);
     const reply = await this.event('add', pod, o.to);
-    expect(reply.data?.outcomes.some((x) => x.action === 'created'), `add of ${pod.metadata.name}: ${reply.text}`).toBe(true);
+    expect(
+      reply.data?.outcomes.some((x) => x.action === 'created'),
+      `add of ${pod.metadata.name}: ${reply.text}`,
+    ).toBe(true);
     return pod;
   }
 }
@@ -84,7 +97,11 @@ export async function raceScene(env: Record<string, string> = {}, opts: HarnessO
  * slot's Service. That read is held 400 ms (a slow API server); meanwhile Spark starts the
  * genuine executor and instance B creates its Service. A's read then returns that Service.
  */
-export async function raceSlotRead(s: RaceScene, b: Harness, o: { appId: string; execId: string; driver: PodBody; name?: string; trigger: () => Promise<PostedReply> }): Promise<{ reply: PostedReply; exec: PodBody }> {
+export async function raceSlotRead(
+  s: RaceScene,
+  b: Harness,
+  o: { appId: string; execId: string; driver: PodBody; name?: string; trigger: () => Promise<PostedReply> },
+): Promise<{ reply: PostedReply; exec: PodBody }> {
   const { h } = s;
   const svc = executorServiceName(o.appId, o.execId);
   const isRead = (r: RequestRecord): boolean => r.verb === 'get' && r.resource === 'services' && r.name === svc;
@@ -99,4 +116,3 @@ export async function raceSlotRead(s: RaceScene, b: Harness, o: { appId: string;
   h.emulator.faults.clear();
   return { reply, exec };
 }
-

@@ -21,14 +21,16 @@ import { GONE_AT, type Obj as SvcObj, clusterView, invariantProblems } from '../
 
 export const PORT = 7079;
 export const svcName = (appId: string, execId: number | string): string => executorServiceName(appId, String(execId));
-export const serviceIn = (e: KubeEmulator, name: string): SvcObj | undefined => e.getObject('services', NS, name) as unknown as SvcObj | undefined;
+export const serviceIn = (e: KubeEmulator, name: string): SvcObj | undefined =>
+  e.getObject('services', NS, name) as unknown as SvcObj | undefined;
 export const marked = (e: KubeEmulator, name: string): boolean => serviceIn(e, name)?.metadata.annotations?.[GONE_AT] !== undefined;
 export const currentIn = (e: KubeEmulator, name: string): PodBody => {
   const pod = e.getObject('pods', NS, name);
   if (pod === undefined) throw new Error(`pod ${name} does not exist`);
   return pod as unknown as PodBody;
 };
-export const fail = (e: KubeEmulator, pod: PodBody): PodBody => e.patchObject('pods', NS, pod.metadata.name, { status: { phase: 'Failed' } }) as unknown as PodBody;
+export const fail = (e: KubeEmulator, pod: PodBody): PodBody =>
+  e.patchObject('pods', NS, pod.metadata.name, { status: { phase: 'Failed' } }) as unknown as PodBody;
 export function check(e: KubeEmulator, genuine: ReadonlySet<string>, step: string, cap?: number): void {
   expect(invariantProblems(clusterView(e, NS), { defaultPort: PORT, genuine, cap }), `invariant after: ${step}`).toEqual([]);
 }
@@ -43,17 +45,27 @@ export const instanceWithCaches = (emulator: KubeEmulator, env: Record<string, s
 export const sendTo = (url: string, verb: 'add' | 'update' | 'delete', pod: PodBody): Promise<PostedReply> => postPodEvent(url, verb, pod);
 
 const WRITES = new Set(['create', 'patch', 'update', 'delete', 'deletecollection']);
-export const serviceWritesIn = (rs: readonly RequestRecord[]): RequestRecord[] => rs.filter((r) => r.resource === 'services' && WRITES.has(r.verb));
+export const serviceWritesIn = (rs: readonly RequestRecord[]): RequestRecord[] =>
+  rs.filter((r) => r.resource === 'services' && WRITES.has(r.verb));
 
 /** An application: its driver (opted in unless `optIn: false`) and a maker of its executors on PORT. */
-export function app(h: Harness, appId: string, o: { driverName?: string; driverUid?: string; optIn?: boolean } = {}): {
+export function app(
+  h: Harness,
+  appId: string,
+  o: { driverName?: string; driverUid?: string; optIn?: boolean } = {},
+): {
   appId: string;
   driver: PodBody;
   exec: (id: number, extra?: Partial<Parameters<typeof executorPod>[0]>) => PodBody;
 } {
   const body = driverPod({ namespace: NS, appId, name: o.driverName, optIn: o.optIn });
   const driver = h.createPod(o.driverUid === undefined ? body : { ...body, metadata: { ...body.metadata, uid: o.driverUid } });
-  return { appId, driver, exec: (id, extra = {}) => h.createPod(executorPod({ namespace: NS, appId, execId: String(id), driver: ref(driver), blockManagerPort: PORT, ...extra })) };
+  return {
+    appId,
+    driver,
+    exec: (id, extra = {}) =>
+      h.createPod(executorPod({ namespace: NS, appId, execId: String(id), driver: ref(driver), blockManagerPort: PORT, ...extra })),
+  };
 }
 
 /** Marks a Service gone behind the function's back (as another instance, or a clock ahead, would). */

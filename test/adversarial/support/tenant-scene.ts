@@ -20,7 +20,8 @@ export const invariantProblemsOf = (h: Harness, genuine: ReadonlySet<string>, ca
   invariantProblems(clusterView(h.emulator, NS), { defaultPort: h.config.defaultBlockManagerPort, genuine, cap });
 
 export const SERVICE_WRITES = new Set(['create', 'patch', 'update', 'delete', 'deletecollection']);
-export const serviceWrites = (h: Harness): RequestRecord[] => h.emulator.requests.filter((r) => r.resource === 'services' && SERVICE_WRITES.has(r.verb));
+export const serviceWrites = (h: Harness): RequestRecord[] =>
+  h.emulator.requests.filter((r) => r.resource === 'services' && SERVICE_WRITES.has(r.verb));
 export const describeWrites = (rs: readonly RequestRecord[]): string[] => rs.map((r) => `${r.verb} ${r.name ?? r.path} → ${r.status}`);
 
 /** The pod as the API server holds it now (what a real event would carry). */
@@ -62,7 +63,9 @@ export class Scene {
   async event(verb: 'add' | 'update' | 'delete', pod: PodBody, to: Harness = this.h): Promise<PostedReply> {
     const reply = await to.send(verb, pod);
     expect(reply.status, `${verb} ${pod.metadata.name}: ${reply.text}`).toBe(200);
-    this.check(`${verb} ${pod.metadata.name} (phase ${pod.status.phase}${pod.metadata.deletionTimestamp ? ', deleting' : ''}) → ${reply.data?.action}`);
+    this.check(
+      `${verb} ${pod.metadata.name} (phase ${pod.status.phase}${pod.metadata.deletionTimestamp ? ', deleting' : ''}) → ${reply.data?.action}`,
+    );
     return reply;
   }
 
@@ -84,7 +87,12 @@ export class Scene {
   }
 
   /** A forged Resource-mode event: answered 2xx, no write, invariant holds. */
-  forged(verb: 'add' | 'update' | 'delete', pod: PodBody, to: Harness = this.h, mode: 'binary' | 'structured' = 'binary'): Promise<PostedReply> {
+  forged(
+    verb: 'add' | 'update' | 'delete',
+    pod: PodBody,
+    to: Harness = this.h,
+    mode: 'binary' | 'structured' = 'binary',
+  ): Promise<PostedReply> {
     return this.noWrite(`forged ${verb} of ${pod.metadata.name}`, async () => {
       const reply = await to.send(verb, pod, mode);
       expect(reply.status, `forged ${verb} ${pod.metadata.name}: ${reply.text}`).toBe(200);
@@ -131,7 +139,10 @@ export interface Victim {
 }
 
 /** A genuine Spark app: opted-in driver, executors owned by it, Services made by real add events. */
-export async function victimApp(s: Scene, opts: { appId: string; driverName: string; execIds?: readonly string[]; driverUid?: string }): Promise<Victim> {
+export async function victimApp(
+  s: Scene,
+  opts: { appId: string; driverName: string; execIds?: readonly string[]; driverUid?: string },
+): Promise<Victim> {
   const { h } = s;
   const body = driverPod({ namespace: NS, appId: opts.appId, name: opts.driverName });
   const driver = h.createPod(opts.driverUid === undefined ? body : { ...body, metadata: { ...body.metadata, uid: opts.driverUid } });
@@ -141,7 +152,14 @@ export async function victimApp(s: Scene, opts: { appId: string; driverName: str
     driver,
     execs,
     async addExecutor(execId, o = {}) {
-      const spec = executorPod({ namespace: NS, appId: opts.appId, execId, name: o.name ?? `${opts.driverName}-exec-${execId}`, driver: ref(driver), blockManagerPort: o.port });
+      const spec = executorPod({
+        namespace: NS,
+        appId: opts.appId,
+        execId,
+        name: o.name ?? `${opts.driverName}-exec-${execId}`,
+        driver: ref(driver),
+        blockManagerPort: o.port,
+      });
       const pod = h.createPod(o.hold === true ? withHold(spec) : spec);
       s.genuine.add(pod.metadata.name);
       execs.set(execId, pod);
@@ -201,9 +219,19 @@ export function tenantCopy(
   victim: Victim,
   o: { execId: string; name: string; owner?: { name: string; uid: string }; port?: number; hold?: boolean; appId?: string },
 ): PodBody {
-  const spec = executorPod({ namespace: NS, appId: o.appId ?? victim.appId, execId: o.execId, name: o.name, driver: o.owner, optIn: true, blockManagerPort: o.port });
+  const spec = executorPod({
+    namespace: NS,
+    appId: o.appId ?? victim.appId,
+    execId: o.execId,
+    name: o.name,
+    driver: o.owner,
+    optIn: true,
+    blockManagerPort: o.port,
+  });
   return s.h.createPod(o.hold === true ? withHold(spec) : spec);
 }
 
 export const resourceVersions = (h: Harness): Record<string, string> =>
-  Object.fromEntries((h.emulator.listObjects('services', NS) as unknown as SvcObj[]).map((svc) => [svc.metadata.name, svc.metadata.resourceVersion ?? '']));
+  Object.fromEntries(
+    (h.emulator.listObjects('services', NS) as unknown as SvcObj[]).map((svc) => [svc.metadata.name, svc.metadata.resourceVersion ?? '']),
+  );

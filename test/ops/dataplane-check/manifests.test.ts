@@ -4,23 +4,36 @@
  * with the real kubectl against the API-server emulator.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
-import { Service } from 'kubernetes-models/v1/Service';
-import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
-import { Role } from 'kubernetes-models/rbac.authorization.k8s.io/v1/Role';
-import { RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding';
-import { Job } from 'kubernetes-models/batch/v1/Job';
 import { startEmulator } from '../../../packages/kube-emulator/index.ts';
 import type { KubeEmulator } from '../../../packages/kube-emulator/index.ts';
-import { ROOT, DIR, SCRIPT_TEXT, NAME, SCRIPT_SETTINGS, KUBECTL, CURL, SHELLS, runScript, closedPort, type Json, type K8sObject, excessPropertyErrors, schemaErrors, kustomize, functionInstall, type EnvVar, type JobObj } from './support.ts';
+import {
+  ROOT,
+  DIR,
+  SCRIPT_TEXT,
+  NAME,
+  SCRIPT_SETTINGS,
+  KUBECTL,
+  CURL,
+  SHELLS,
+  runScript,
+  closedPort,
+  type Json,
+  type K8sObject,
+  excessPropertyErrors,
+  schemaErrors,
+  kustomize,
+  functionInstall,
+  type EnvVar,
+  type JobObj,
+} from './support.ts';
 describe.skipIf(KUBECTL === undefined)('knative/dataplane-check manifests', () => {
   let objs: K8sObject[] = [];
-  beforeAll(async () => { objs = await kustomize(DIR); });
+  beforeAll(async () => {
+    objs = await kustomize(DIR);
+  });
   const job = () => objs.find((o) => o.kind === 'Job') as JobObj;
   const container = () => job().spec.template.spec.containers[0]!;
   const env = () => Object.fromEntries((container().env ?? []).map((e) => [e.name, e]));
@@ -35,15 +48,18 @@ describe.skipIf(KUBECTL === undefined)('knative/dataplane-check manifests', () =
     expect(excessPropertyErrors(objs)).toEqual([]);
     // The type check does catch a misspelt field.
     const bad = structuredClone(job()) as Json;
-    ((bad['spec'] as Json))['backofLimit'] = 0;
+    (bad['spec'] as Json)['backofLimit'] = 0;
     expect(excessPropertyErrors([bad as K8sObject]).some((e) => e.includes('backofLimit'))).toBe(true);
   });
 
-  it('RBAC: the Job\'s ServiceAccount may only create, get and delete Services in its namespace', () => {
+  it("RBAC: the Job's ServiceAccount may only create, get and delete Services in its namespace", () => {
     const sa = job().spec.template.spec.serviceAccountName;
     expect(sa).toBe(NAME);
     expect(objs.some((o) => o.kind === 'ServiceAccount' && o.metadata.name === sa)).toBe(true);
-    const bindings = objs.filter((o) => o.kind === 'RoleBinding') as (K8sObject & { roleRef: { kind: string; name: string }; subjects: { kind: string; name: string; namespace?: string }[] })[];
+    const bindings = objs.filter((o) => o.kind === 'RoleBinding') as (K8sObject & {
+      roleRef: { kind: string; name: string };
+      subjects: { kind: string; name: string; namespace?: string }[];
+    })[];
     expect(bindings).toHaveLength(1);
     const b = bindings[0]!;
     expect(b.subjects).toEqual([{ kind: 'ServiceAccount', name: sa, namespace: 'spark' }]);
@@ -64,7 +80,7 @@ describe.skipIf(KUBECTL === undefined)('knative/dataplane-check manifests', () =
     expect(container().args).toBeUndefined();
   });
 
-  it('the Job runs once, keeps its log, and its deadlines cover the script\'s worst case', () => {
+  it("the Job runs once, keeps its log, and its deadlines cover the script's worst case", () => {
     const spec = job().spec;
     const pod = spec.template.spec;
     expect(spec.backoffLimit).toBe(0);
@@ -73,8 +89,13 @@ describe.skipIf(KUBECTL === undefined)('knative/dataplane-check manifests', () =
     const n = (k: string) => Number(env()[k]?.value);
     const kubectlCall = 10; // --request-timeout of every kubectl call
     const probe = n('ATTEMPTS') * (n('CONNECT_TIMEOUT_SECONDS') + 2); // curl --max-time per attempt
-    const worst = kubectlCall /* create */ + n('CLUSTERIP_WAIT_SECONDS') * (kubectlCall + 1) /* get, pause */
-      + 2 * n('PROGRAM_DELAY_SECONDS') + 2 * probe + 3 * kubectlCall + 2 /* delete, retried */;
+    const worst =
+      kubectlCall /* create */ +
+      n('CLUSTERIP_WAIT_SECONDS') * (kubectlCall + 1) /* get, pause */ +
+      2 * n('PROGRAM_DELAY_SECONDS') +
+      2 * probe +
+      3 * kubectlCall +
+      2 /* delete, retried */;
     expect(worst).toBeGreaterThan(100);
     expect(spec.activeDeadlineSeconds, `worst case ${worst} s plus an image pull`).toBeGreaterThanOrEqual(worst + 120);
     // On SIGTERM the script only deletes its Service: up to 3 kubectl calls and 2 one-second pauses.
@@ -92,14 +113,18 @@ describe.skipIf(KUBECTL === undefined)('knative/dataplane-check manifests', () =
     expect(e['OWNER_POD_NAME']?.valueFrom?.fieldRef?.fieldPath).toBe('metadata.name');
     expect(e['OWNER_POD_UID']?.valueFrom?.fieldRef?.fieldPath).toBe('metadata.uid');
     expect(e['NODE_NAME']?.valueFrom?.fieldRef?.fieldPath).toBe('spec.nodeName');
-    expect(e['INTERNAL_TRAFFIC_POLICY']?.value, 'as the function\'s Services').toBe('Cluster');
+    expect(e['INTERNAL_TRAFFIC_POLICY']?.value, "as the function's Services").toBe('Cluster');
     expect(e['PORT']?.value).toBe('7079');
     // HOME (kubectl's cache) is on a writable emptyDir; the root filesystem is read-only.
     const tmp = job().spec.template.spec.volumes?.find((v) => v.emptyDir !== undefined);
     expect(container().volumeMounts?.find((m) => m.name === tmp?.name)?.mountPath).toBe(e['HOME']?.value);
     // The values pass the script's own validation: probe a closed port with exactly these settings.
     if (CURL === undefined) return;
-    const values = Object.fromEntries(Object.entries(e).filter(([, v]) => v.value !== undefined).map(([k, v]) => [k, v.value!]));
+    const values = Object.fromEntries(
+      Object.entries(e)
+        .filter(([, v]) => v.value !== undefined)
+        .map(([k, v]) => [k, v.value!]),
+    );
     const r = await runScript({ shell: SHELLS[0]!.argv, args: ['probe', '127.0.0.1', String(await closedPort())], env: values });
     expect(r.stderr).toBe('');
     expect(r.verdict?.verdict).toBe('reject');
@@ -110,7 +135,11 @@ describe.skipIf(KUBECTL === undefined)('knative/dataplane-check manifests', () =
     const pod = job().spec.template.spec;
     const c = container();
     expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 65532, seccompProfile: { type: 'RuntimeDefault' } });
-    expect(c.securityContext).toMatchObject({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+    expect(c.securityContext).toMatchObject({
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'] },
+    });
     expect(c.securityContext?.privileged).not.toBe(true);
     expect(c.securityContext?.capabilities?.add).toBeUndefined();
     expect(c.resources?.requests).toEqual({ cpu: expect.any(String), memory: expect.any(String) });
@@ -118,7 +147,7 @@ describe.skipIf(KUBECTL === undefined)('knative/dataplane-check manifests', () =
     expect(c.image).toMatch(/^alpine\/k8s:\d+\.\d+\.\d+$|@sha256:[0-9a-f]{64}$/);
   });
 
-  it('does not collide with the function\'s own install (knative/base)', async () => {
+  it("does not collide with the function's own install (knative/base)", async () => {
     const base = await functionInstall();
     const names = new Set(base.map((o) => `${o.kind}/${o.metadata.name}`));
     for (const o of objs) expect(names.has(`${o.kind}/${o.metadata.name}`), `${o.kind}/${o.metadata.name}`).toBe(false);
@@ -127,11 +156,21 @@ describe.skipIf(KUBECTL === undefined)('knative/dataplane-check manifests', () =
   it('a wrapping kustomization moves it to another namespace', async () => {
     const tmp = mkdtempSync(path.join(os.tmpdir(), 'dpc-wrap-'));
     try {
-      writeFileSync(path.join(tmp, 'kustomization.yaml'), [
-        'apiVersion: kustomize.config.k8s.io/v1beta1', 'kind: Kustomization', 'namespace: team-a',
-        'resources:', `  - ${path.relative(tmp, path.join(ROOT, DIR))}`,
-        'images:', '  - name: alpine/k8s', '    newName: registry.example.com/mirror/k8s', '    newTag: "1.34.1"', '',
-      ].join('\n'));
+      writeFileSync(
+        path.join(tmp, 'kustomization.yaml'),
+        [
+          'apiVersion: kustomize.config.k8s.io/v1beta1',
+          'kind: Kustomization',
+          'namespace: team-a',
+          'resources:',
+          `  - ${path.relative(tmp, path.join(ROOT, DIR))}`,
+          'images:',
+          '  - name: alpine/k8s',
+          '    newName: registry.example.com/mirror/k8s',
+          '    newTag: "1.34.1"',
+          '',
+        ].join('\n'),
+      );
       const moved = await kustomize(tmp);
       for (const o of moved) expect(o.metadata.namespace, `${o.kind}/${o.metadata.name}`).toBe('team-a');
       const b = moved.find((o) => o.kind === 'RoleBinding') as K8sObject & { subjects: { namespace?: string }[] };
@@ -143,12 +182,14 @@ describe.skipIf(KUBECTL === undefined)('knative/dataplane-check manifests', () =
     }
   });
 
-  it('the function\'s default cool-down exceeds the cool-down rule of docs/dataplanes.md', async () => {
+  it("the function's default cool-down exceeds the cool-down rule of docs/dataplanes.md", async () => {
     // JVM DNS cache (networkaddress.cache.ttl) 30 s + CoreDNS cache up to 30 s + proxy programming
     // lag (allow 10 s) + Spark's memory of the lost executor (spark.network.timeout 120 s).
     const rule = 30 + 30 + 10 + 120;
     const base = await functionInstall();
-    const ksvc = base.find((o) => o.kind === 'Service' && o.apiVersion.startsWith('serving.knative.dev/')) as K8sObject & { spec: { template: { spec: { containers: { env?: EnvVar[] }[] } } } };
+    const ksvc = base.find((o) => o.kind === 'Service' && o.apiVersion.startsWith('serving.knative.dev/')) as K8sObject & {
+      spec: { template: { spec: { containers: { env?: EnvVar[] }[] } } };
+    };
     const cooldown = Number(ksvc.spec.template.spec.containers[0]!.env?.find((e) => e.name === 'COOLDOWN_SECONDS')?.value);
     expect(cooldown === 0 || cooldown > rule, `COOLDOWN_SECONDS ${cooldown}`).toBe(true);
     const doc = readFileSync(path.join(ROOT, 'docs/dataplanes.md'), 'utf8');
@@ -160,64 +201,81 @@ describe.skipIf(KUBECTL === undefined)('knative/dataplane-check manifests', () =
 // 2b. The real kubectl against the project's API-server emulator (test/kube-emulator): every call
 // the script makes is one kubectl accepts, the Service passes the API server's strict decoding
 // and validation, and the owner reference really garbage-collects the Service.
-describe.skipIf(CURL === undefined || KUBECTL === undefined)('dataplane-check.sh with the real kubectl against the API-server emulator', () => {
-  let emu: KubeEmulator;
-  let dir = '';
-  beforeAll(async () => {
-    emu = await startEmulator();
-    dir = mkdtempSync(path.join(os.tmpdir(), 'dpc-emu-'));
-    emu.writeKubeconfig(path.join(dir, 'kubeconfig'));
-  });
-  afterAll(async () => {
-    await emu.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  // The probe's answer depends on this machine's network (the emulator's ClusterIPs are not
-  // routed here): these tests look at the Kubernetes side only.
-  const env = () => ({
-    KUBECONFIG: path.join(dir, 'kubeconfig'), HOME: dir, TMPDIR: dir, KUBECTL: KUBECTL!, NAMESPACE: 'spark',
-    ATTEMPTS: '1', CONNECT_TIMEOUT_SECONDS: '0.3', PROGRAM_DELAY_SECONDS: '0',
-  });
-  interface Stored { metadata: { name: string; uid: string; ownerReferences?: unknown[] } }
-  const checkServices = () => (emu.listObjects('services', 'spark') as unknown as Stored[]).filter((s) => s.metadata.name.startsWith(`${NAME}-`));
-  const pod = (name: string) => emu.seed({
-    kind: 'Pod', apiVersion: 'v1',
-    metadata: { name, namespace: 'spark' },
-    spec: { containers: [{ name: 'check', image: 'alpine/k8s:1.34.1' }] },
-    status: { phase: 'Running' },
-  }) as Stored;
-
-  it('create, get and delete go through; the Service gets a ClusterIP from the service CIDR; nothing is left', async () => {
-    const owner = pod('dpc-run-1');
-    emu.resetRequests();
-    const r = await runScript({ shell: SHELLS.at(-1)!.argv, env: { ...env(), OWNER_POD_NAME: owner.metadata.name, OWNER_POD_UID: owner.metadata.uid } });
-    expect(r.stderr).toBe('');
-    expect([0, 2, 3]).toContain(r.code); // a verdict, whichever
-    expect(r.verdict?.target).toMatch(/^10\.(9[6-9]|10\d|11[01])\.\d+\.\d+:7079$/);
-    expect(r.deletedVerdict?.target).toBe(r.verdict?.target);
-    expect(r.stdout).toContain('deleted Service spark/');
-    const svcCalls = emu.requests.filter((q) => q.resource === 'services');
-    expect(svcCalls.filter((q) => q.verb === 'create').map((q) => q.status)).toEqual([201]);
-    expect(svcCalls.filter((q) => q.verb === 'get' && q.status === 200).length).toBeGreaterThanOrEqual(1);
-    expect(svcCalls.filter((q) => q.verb === 'delete').map((q) => q.status)).toContain(200);
-    // Only services, only in its namespace.
-    expect(emu.requests.filter((q) => q.resource !== undefined && q.resource !== 'services')).toEqual([]);
-    expect(svcCalls.every((q) => q.namespace === 'spark')).toBe(true);
-    expect(checkServices()).toEqual([]);
-  });
-
-  it('killed with SIGKILL it cannot clean up, but the Service is owned by its pod: deleting the pod collects it', async () => {
-    const owner = pod('dpc-run-2');
-    const r = await runScript({
-      shell: SHELLS.at(-1)!.argv,
-      env: { ...env(), PROGRAM_DELAY_SECONDS: '30', OWNER_POD_NAME: owner.metadata.name, OWNER_POD_UID: owner.metadata.uid },
-      onLine: (line) => (line.includes('waiting 30s for the proxy') ? 'SIGKILL' : undefined),
+describe.skipIf(CURL === undefined || KUBECTL === undefined)(
+  'dataplane-check.sh with the real kubectl against the API-server emulator',
+  () => {
+    let emu: KubeEmulator;
+    let dir = '';
+    beforeAll(async () => {
+      emu = await startEmulator();
+      dir = mkdtempSync(path.join(os.tmpdir(), 'dpc-emu-'));
+      emu.writeKubeconfig(path.join(dir, 'kubeconfig'));
     });
-    expect(r.signal).toBe('SIGKILL');
-    const left = checkServices();
-    expect(left).toHaveLength(1);
-    expect(left[0]!.metadata.ownerReferences).toEqual([{ apiVersion: 'v1', kind: 'Pod', name: 'dpc-run-2', uid: owner.metadata.uid }]);
-    emu.deleteObject('pods', 'spark', 'dpc-run-2'); // what ttlSecondsAfterFinished does to the Job's pod
-    expect(checkServices()).toEqual([]);
-  });
-});
+    afterAll(async () => {
+      await emu.stop();
+      rmSync(dir, { recursive: true, force: true });
+    });
+    // The probe's answer depends on this machine's network (the emulator's ClusterIPs are not
+    // routed here): these tests look at the Kubernetes side only.
+    const env = () => ({
+      KUBECONFIG: path.join(dir, 'kubeconfig'),
+      HOME: dir,
+      TMPDIR: dir,
+      KUBECTL: KUBECTL!,
+      NAMESPACE: 'spark',
+      ATTEMPTS: '1',
+      CONNECT_TIMEOUT_SECONDS: '0.3',
+      PROGRAM_DELAY_SECONDS: '0',
+    });
+    interface Stored {
+      metadata: { name: string; uid: string; ownerReferences?: unknown[] };
+    }
+    const checkServices = () =>
+      (emu.listObjects('services', 'spark') as unknown as Stored[]).filter((s) => s.metadata.name.startsWith(`${NAME}-`));
+    const pod = (name: string) =>
+      emu.seed({
+        kind: 'Pod',
+        apiVersion: 'v1',
+        metadata: { name, namespace: 'spark' },
+        spec: { containers: [{ name: 'check', image: 'alpine/k8s:1.34.1' }] },
+        status: { phase: 'Running' },
+      }) as Stored;
+
+    it('create, get and delete go through; the Service gets a ClusterIP from the service CIDR; nothing is left', async () => {
+      const owner = pod('dpc-run-1');
+      emu.resetRequests();
+      const r = await runScript({
+        shell: SHELLS.at(-1)!.argv,
+        env: { ...env(), OWNER_POD_NAME: owner.metadata.name, OWNER_POD_UID: owner.metadata.uid },
+      });
+      expect(r.stderr).toBe('');
+      expect([0, 2, 3]).toContain(r.code); // a verdict, whichever
+      expect(r.verdict?.target).toMatch(/^10\.(9[6-9]|10\d|11[01])\.\d+\.\d+:7079$/);
+      expect(r.deletedVerdict?.target).toBe(r.verdict?.target);
+      expect(r.stdout).toContain('deleted Service spark/');
+      const svcCalls = emu.requests.filter((q) => q.resource === 'services');
+      expect(svcCalls.filter((q) => q.verb === 'create').map((q) => q.status)).toEqual([201]);
+      expect(svcCalls.filter((q) => q.verb === 'get' && q.status === 200).length).toBeGreaterThanOrEqual(1);
+      expect(svcCalls.filter((q) => q.verb === 'delete').map((q) => q.status)).toContain(200);
+      // Only services, only in its namespace.
+      expect(emu.requests.filter((q) => q.resource !== undefined && q.resource !== 'services')).toEqual([]);
+      expect(svcCalls.every((q) => q.namespace === 'spark')).toBe(true);
+      expect(checkServices()).toEqual([]);
+    });
+
+    it('killed with SIGKILL it cannot clean up, but the Service is owned by its pod: deleting the pod collects it', async () => {
+      const owner = pod('dpc-run-2');
+      const r = await runScript({
+        shell: SHELLS.at(-1)!.argv,
+        env: { ...env(), PROGRAM_DELAY_SECONDS: '30', OWNER_POD_NAME: owner.metadata.name, OWNER_POD_UID: owner.metadata.uid },
+        onLine: (line) => (line.includes('waiting 30s for the proxy') ? 'SIGKILL' : undefined),
+      });
+      expect(r.signal).toBe('SIGKILL');
+      const left = checkServices();
+      expect(left).toHaveLength(1);
+      expect(left[0]!.metadata.ownerReferences).toEqual([{ apiVersion: 'v1', kind: 'Pod', name: 'dpc-run-2', uid: owner.metadata.uid }]);
+      emu.deleteObject('pods', 'spark', 'dpc-run-2'); // what ttlSecondsAfterFinished does to the Job's pod
+      expect(checkServices()).toEqual([]);
+    });
+  },
+);

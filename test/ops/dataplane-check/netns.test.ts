@@ -3,12 +3,7 @@
  * make a Service refuse or drop connections as each dataplane does (docs/dataplanes.md).
  */
 import { spawnSync } from 'node:child_process';
-import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
-import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Service } from 'kubernetes-models/v1/Service';
 import { CURL, IP, IPTABLES, IS_ROOT, SHELLS, runScript, fakeCluster, verbOf } from './support.ts';
 // ===========================================================================
 // 3. Classification in a network namespace: iptables REJECT vs DROP.
@@ -52,7 +47,11 @@ describe.skipIf(!pre.ok)(`dataplane-check.sh in a network namespace${skipNote}`,
       const m = new RegExp(`^(${NS_PREFIX}(\\d+))\\b`).exec(line.trim());
       if (m === null) continue;
       let alive = true;
-      try { process.kill(Number(m[2]), 0); } catch (e) { alive = (e as NodeJS.ErrnoException).code === 'EPERM'; }
+      try {
+        process.kill(Number(m[2]), 0);
+      } catch (e) {
+        alive = (e as NodeJS.ErrnoException).code === 'EPERM';
+      }
       if (!alive) spawnSync(IP!, ['netns', 'del', m[1]!]);
     }
     spawnSync(IP!, ['netns', 'del', ns]);
@@ -60,12 +59,36 @@ describe.skipIf(!pre.ok)(`dataplane-check.sh in a network namespace${skipNote}`,
     if (add.status !== 0) throw new Error(add.stderr);
     spawnSync(IP!, ['-n', ns, 'link', 'set', 'lo', 'up']);
     ipt('-N', 'SXS-DPC');
-    for (const [addr, target] of Object.entries(RULES)) ipt('-A', 'SXS-DPC', '-d', `${addr}/32`, '-p', 'tcp', '--dport', '7079', '-j', ...target);
+    for (const [addr, target] of Object.entries(RULES))
+      ipt('-A', 'SXS-DPC', '-d', `${addr}/32`, '-p', 'tcp', '--dport', '7079', '-j', ...target);
     // Mixed: every other connect dropped, the rest rejected.
-    ipt('-A', 'SXS-DPC', '-d', '127.0.3.1/32', '-p', 'tcp', '--dport', '7079', '-m', 'statistic', '--mode', 'nth', '--every', '2', '--packet', '0', '-j', 'DROP');
+    ipt(
+      '-A',
+      'SXS-DPC',
+      '-d',
+      '127.0.3.1/32',
+      '-p',
+      'tcp',
+      '--dport',
+      '7079',
+      '-m',
+      'statistic',
+      '--mode',
+      'nth',
+      '--every',
+      '2',
+      '--packet',
+      '0',
+      '-j',
+      'DROP',
+    );
     ipt('-A', 'SXS-DPC', '-d', '127.0.3.1/32', '-p', 'tcp', '--dport', '7079', '-j', 'REJECT');
     // The ClusterIPs of the whole-check runs: one chain each, so a fake delete can rewrite it.
-    for (const [chain, addr, target] of [['SXS-CIP-A', '127.0.2.10', 'REJECT'], ['SXS-CIP-B', '127.0.1.10', 'DROP'], ['SXS-CIP-C', '127.0.2.11', 'REJECT']] as const) {
+    for (const [chain, addr, target] of [
+      ['SXS-CIP-A', '127.0.2.10', 'REJECT'],
+      ['SXS-CIP-B', '127.0.1.10', 'DROP'],
+      ['SXS-CIP-C', '127.0.2.11', 'REJECT'],
+    ] as const) {
       ipt('-N', chain);
       ipt('-A', chain, '-d', `${addr}/32`, '-p', 'tcp', '--dport', '7079', '-j', target);
       ipt('-A', 'SXS-DPC', '-j', chain);
@@ -75,8 +98,13 @@ describe.skipIf(!pre.ok)(`dataplane-check.sh in a network namespace${skipNote}`,
   afterAll(() => {
     spawnSync(IP!, ['netns', 'del', ns]);
     if (MEASURED.length > 0) {
-      console.log('[dataplane-check.test] measured connect times (ms), netns, T=%s s:\n%s', T,
-        MEASURED.map((m) => `  ${m.shell.padEnd(10)} ${m.kase.padEnd(38)} ${m.verdict.padEnd(13)} ${m.ms.map((x) => x.toFixed(1)).join(', ')}`).join('\n'));
+      console.log(
+        '[dataplane-check.test] measured connect times (ms), netns, T=%s s:\n%s',
+        T,
+        MEASURED.map(
+          (m) => `  ${m.shell.padEnd(10)} ${m.kase.padEnd(38)} ${m.verdict.padEnd(13)} ${m.ms.map((x) => x.toFixed(1)).join(', ')}`,
+        ).join('\n'),
+      );
     }
   });
   const env = { ATTEMPTS: String(N), CONNECT_TIMEOUT_SECONDS: String(T) };
@@ -112,12 +140,18 @@ describe.skipIf(!pre.ok)(`dataplane-check.sh in a network namespace${skipNote}`,
         expect(a.ms).toBeLessThan(T * 1000 + 500);
       }
       expect(r.elapsedMs).toBeGreaterThanOrEqual(N * T * 1000 * 0.95);
-      for (const hint of ['service-no-backend-response=reject', 'internalTrafficPolicy: Local', 'ICMP', 'PROGRAM_DELAY_SECONDS']) expect(r.stdout).toContain(hint);
+      for (const hint of ['service-no-backend-response=reject', 'internalTrafficPolicy: Local', 'ICMP', 'PROGRAM_DELAY_SECONDS'])
+        expect(r.stdout).toContain(hint);
     });
 
     it('127.0.3.1, every other connect dropped: verdict inconclusive, exit 3', async () => {
       const r = await runScript({ shell, netns: ns, args: ['probe', '127.0.3.1', '7079'], env: { ...env, ATTEMPTS: '4' } });
-      MEASURED.push({ shell: shellName, kase: 'mixed (nth DROP, else REJECT)', verdict: r.verdict?.verdict ?? '?', ms: r.attempts.map((a) => a.ms) });
+      MEASURED.push({
+        shell: shellName,
+        kase: 'mixed (nth DROP, else REJECT)',
+        verdict: r.verdict?.verdict ?? '?',
+        ms: r.attempts.map((a) => a.ms),
+      });
       expect(r.code).toBe(3);
       expect(r.verdict).toMatchObject({ verdict: 'inconclusive', attempts: 4, refused: 2, timeout: 2 });
       expect(r.stdout).toContain('INCONCLUSIVE');
@@ -125,14 +159,27 @@ describe.skipIf(!pre.ok)(`dataplane-check.sh in a network namespace${skipNote}`,
 
     it('whole check: Service refused at once; deleted, its old ClusterIP is dropped (nftables/Cilium) -> cool-down advice', async () => {
       const k = fakeCluster({
-        ...env, PROGRAM_DELAY_SECONDS: '0', PORT: '7079', FAKE_CLUSTER_IP: '127.0.2.10',
+        ...env,
+        PROGRAM_DELAY_SECONDS: '0',
+        PORT: '7079',
+        FAKE_CLUSTER_IP: '127.0.2.10',
         // What kube-proxy nftables does once the Service is gone: "Drop traffic to unallocated ClusterIPs".
         FAKE_ON_DELETE: `${IPTABLES} -w 5 -R SXS-CIP-A 1 -d 127.0.2.10/32 -p tcp --dport 7079 -j DROP`,
       });
       try {
         const r = await runScript({ shell, netns: ns, env: k.env });
-        MEASURED.push({ shell: shellName, kase: 'whole check: Service (REJECT)', verdict: r.verdict?.verdict ?? '?', ms: r.attempts.map((a) => a.ms) });
-        MEASURED.push({ shell: shellName, kase: 'whole check: deleted Service (DROP)', verdict: r.deletedVerdict?.verdict ?? '?', ms: r.deletedAttempts.map((a) => a.ms) });
+        MEASURED.push({
+          shell: shellName,
+          kase: 'whole check: Service (REJECT)',
+          verdict: r.verdict?.verdict ?? '?',
+          ms: r.attempts.map((a) => a.ms),
+        });
+        MEASURED.push({
+          shell: shellName,
+          kase: 'whole check: deleted Service (DROP)',
+          verdict: r.deletedVerdict?.verdict ?? '?',
+          ms: r.deletedAttempts.map((a) => a.ms),
+        });
         expect(r.stderr).toBe('');
         expect(r.code).toBe(0);
         expect(r.verdict).toMatchObject({ verdict: 'reject', refused: N, target: '127.0.2.10:7079' });
@@ -151,7 +198,12 @@ describe.skipIf(!pre.ok)(`dataplane-check.sh in a network namespace${skipNote}`,
       const k = fakeCluster({ ...env, PROGRAM_DELAY_SECONDS: '0', PORT: '7079', FAKE_CLUSTER_IP: '127.0.1.10', CHECK_DELETED: 'false' });
       try {
         const r = await runScript({ shell, netns: ns, env: k.env });
-        MEASURED.push({ shell: shellName, kase: 'whole check: Service (DROP)', verdict: r.verdict?.verdict ?? '?', ms: r.attempts.map((a) => a.ms) });
+        MEASURED.push({
+          shell: shellName,
+          kase: 'whole check: Service (DROP)',
+          verdict: r.verdict?.verdict ?? '?',
+          ms: r.attempts.map((a) => a.ms),
+        });
         expect(r.code).toBe(2);
         expect(r.verdict).toMatchObject({ verdict: 'drop', timeout: N });
         expect(r.stdout).toContain('DROP: fast fail does NOT work here');
@@ -161,7 +213,7 @@ describe.skipIf(!pre.ok)(`dataplane-check.sh in a network namespace${skipNote}`,
       }
     });
 
-    it('whole check: a dataplane that also rejects a deleted Service\'s ClusterIP', async () => {
+    it("whole check: a dataplane that also rejects a deleted Service's ClusterIP", async () => {
       const k = fakeCluster({ ...env, PROGRAM_DELAY_SECONDS: '0', PORT: '7079', FAKE_CLUSTER_IP: '127.0.2.11' });
       try {
         const r = await runScript({ shell, netns: ns, env: k.env });

@@ -5,15 +5,27 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
-import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
-import { Service } from 'kubernetes-models/v1/Service';
-import { Job } from 'kubernetes-models/batch/v1/Job';
 import { desiredExecutorService } from '../../../shared/model/service-spec.ts';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../../../shared/model/labels.ts';
-import { ROOT, SCRIPT, SELECTOR_LABEL, SCRIPT_SETTINGS, KUBECTL, CURL, SHELLCHECK, SHELLS, runScript, closedPort, fakeCluster, verbOf, type Json, type K8sObject, excessPropertyErrors, schemaErrors } from './support.ts';
+import {
+  ROOT,
+  SCRIPT,
+  SELECTOR_LABEL,
+  SCRIPT_SETTINGS,
+  CURL,
+  SHELLCHECK,
+  SHELLS,
+  runScript,
+  closedPort,
+  fakeCluster,
+  verbOf,
+  type Json,
+  type K8sObject,
+  excessPropertyErrors,
+  schemaErrors,
+} from './support.ts';
 // ===========================================================================
 // 2. The script against a fake kubectl (no root needed).
 describe.skipIf(CURL === undefined)('dataplane-check.sh', () => {
@@ -25,7 +37,15 @@ describe.skipIf(CURL === undefined)('dataplane-check.sh', () => {
 
   it('docs/dataplanes.md explains how to run it and every verdict', () => {
     const doc = readFileSync(path.join(ROOT, 'docs/dataplanes.md'), 'utf8');
-    for (const term of ['kubectl apply -k knative/dataplane-check', 'VERDICT=reject', 'VERDICT=drop', 'VERDICT=inconclusive', 'DELETED_VERDICT', 'service-no-backend-response', 'internalTrafficPolicy']) {
+    for (const term of [
+      'kubectl apply -k knative/dataplane-check',
+      'VERDICT=reject',
+      'VERDICT=drop',
+      'VERDICT=inconclusive',
+      'DELETED_VERDICT',
+      'service-no-backend-response',
+      'internalTrafficPolicy',
+    ]) {
       expect(doc, term).toContain(term);
     }
     for (const name of SCRIPT_SETTINGS.filter((n) => !['KUBECTL', 'CURL'].includes(n))) expect(doc, name).toContain(name);
@@ -34,9 +54,16 @@ describe.skipIf(CURL === undefined)('dataplane-check.sh', () => {
   describe.each(SHELLS)('under $name', ({ argv: shell }) => {
     const fast = { ATTEMPTS: '2', CONNECT_TIMEOUT_SECONDS: '0.5', PROGRAM_DELAY_SECONDS: '0', CLUSTERIP_WAIT_SECONDS: '3' };
 
-    it('creates a Service that selects no pod, shaped like the function\'s, probes it, deletes it, probes its old ClusterIP', async () => {
+    it("creates a Service that selects no pod, shaped like the function's, probes it, deletes it, probes its old ClusterIP", async () => {
       const port = await closedPort();
-      const k = fakeCluster({ ...fast, PORT: String(port), FAKE_CLUSTER_IP: '127.0.0.1', OWNER_POD_NAME: 'spark-exec-svc-dataplane-check-x7k2p', OWNER_POD_UID: '4f2c0a9e-8d1b-4c3e-9f70-1a2b3c4d5e6f', NODE_NAME: 'node-1' });
+      const k = fakeCluster({
+        ...fast,
+        PORT: String(port),
+        FAKE_CLUSTER_IP: '127.0.0.1',
+        OWNER_POD_NAME: 'spark-exec-svc-dataplane-check-x7k2p',
+        OWNER_POD_UID: '4f2c0a9e-8d1b-4c3e-9f70-1a2b3c4d5e6f',
+        NODE_NAME: 'node-1',
+      });
       try {
         const r = await runScript({ shell, env: k.env });
         expect(r.stderr).toBe('');
@@ -70,15 +97,23 @@ describe.skipIf(CURL === undefined)('dataplane-check.sh', () => {
         // Not one of the function's Services: its sweep must never adopt or delete it.
         expect((svc.metadata.labels as Record<string, string>)[MANAGED_BY_LABEL]).not.toBe(MANAGED_BY_VALUE);
         // Same type and port shape as the Service the function makes for an executor.
-        const fn = desiredExecutorService('spark', {
-          appId: 'spark-0123456789abcdef0123456789abcdef', execId: '1',
-          executor: { name: 'e', uid: 'u1' }, owner: { name: 'd', uid: 'u2' },
-        }, port);
+        const fn = desiredExecutorService(
+          'spark',
+          {
+            appId: 'spark-0123456789abcdef0123456789abcdef',
+            execId: '1',
+            executor: { name: 'e', uid: 'u1' },
+            owner: { name: 'd', uid: 'u2' },
+          },
+          port,
+        );
         expect(svc.spec['type']).toBe(fn.spec.type);
         expect(svc.spec['ports']).toEqual(fn.spec.ports);
         expect(svc.spec['internalTrafficPolicy']).toBe('Cluster');
         // Owned by the Job's pod (garbage-collected with it), without blockOwnerDeletion.
-        expect(svc.metadata['ownerReferences']).toEqual([{ apiVersion: 'v1', kind: 'Pod', name: 'spark-exec-svc-dataplane-check-x7k2p', uid: '4f2c0a9e-8d1b-4c3e-9f70-1a2b3c4d5e6f' }]);
+        expect(svc.metadata['ownerReferences']).toEqual([
+          { apiVersion: 'v1', kind: 'Pod', name: 'spark-exec-svc-dataplane-check-x7k2p', uid: '4f2c0a9e-8d1b-4c3e-9f70-1a2b3c4d5e6f' },
+        ]);
       } finally {
         k.dispose();
       }
@@ -86,7 +121,14 @@ describe.skipIf(CURL === undefined)('dataplane-check.sh', () => {
 
     it('waits for the ClusterIP; without owner settings the Service has no owner; CHECK_DELETED=false deletes on exit', async () => {
       const port = await closedPort();
-      const k = fakeCluster({ ...fast, PORT: String(port), FAKE_CLUSTER_IP: '127.0.0.1', FAKE_EMPTY_GETS: '2', CHECK_DELETED: 'false', INTERNAL_TRAFFIC_POLICY: 'Local' });
+      const k = fakeCluster({
+        ...fast,
+        PORT: String(port),
+        FAKE_CLUSTER_IP: '127.0.0.1',
+        FAKE_EMPTY_GETS: '2',
+        CHECK_DELETED: 'false',
+        INTERNAL_TRAFFIC_POLICY: 'Local',
+      });
       try {
         const r = await runScript({ shell, env: k.env });
         expect(r.code).toBe(0);
@@ -117,7 +159,7 @@ describe.skipIf(CURL === undefined)('dataplane-check.sh', () => {
       }
     });
 
-    it('create fails: error with the API\'s message, and a delete is still tried (the create may have happened)', async () => {
+    it("create fails: error with the API's message, and a delete is still tried (the create may have happened)", async () => {
       const k = fakeCluster({ ...fast, FAKE_CREATE_FAIL: '1', FAKE_CLUSTER_IP: '127.0.0.1' });
       try {
         const r = await runScript({ shell, env: k.env });
@@ -132,7 +174,14 @@ describe.skipIf(CURL === undefined)('dataplane-check.sh', () => {
 
     it('a failing delete is retried, then reported with the command to run by hand', async () => {
       const port = await closedPort();
-      const k = fakeCluster({ ...fast, PORT: String(port), FAKE_CLUSTER_IP: '127.0.0.1', FAKE_ON_DELETE: 'exit 1', OWNER_POD_NAME: 'p', OWNER_POD_UID: 'abc-123' });
+      const k = fakeCluster({
+        ...fast,
+        PORT: String(port),
+        FAKE_CLUSTER_IP: '127.0.0.1',
+        FAKE_ON_DELETE: 'exit 1',
+        OWNER_POD_NAME: 'p',
+        OWNER_POD_UID: 'abc-123',
+      });
       try {
         const r = await runScript({ shell, env: k.env });
         expect(r.code).toBe(1); // the deleted-Service probe needs the delete
@@ -150,7 +199,8 @@ describe.skipIf(CURL === undefined)('dataplane-check.sh', () => {
       try {
         let signalledAt = 0;
         const r = await runScript({
-          shell, env: k.env,
+          shell,
+          env: k.env,
           onLine: (line) => {
             if (!line.includes('waiting 30s for the proxy')) return undefined;
             signalledAt = performance.now();
@@ -168,8 +218,15 @@ describe.skipIf(CURL === undefined)('dataplane-check.sh', () => {
     });
 
     it('refuses bad settings before touching the cluster', async () => {
-      const bads: Record<string, string>[] = [{ INTERNAL_TRAFFIC_POLICY: 'Nodes' }, { ATTEMPTS: '0' }, { PORT: '70000' }, { CONNECT_TIMEOUT_SECONDS: '1s' },
-        { FAST_MS: '5000', CONNECT_TIMEOUT_SECONDS: '2' }, { CHECK_DELETED: 'yes' }, { NAMESPACE: 'Not_A_Namespace' }];
+      const bads: Record<string, string>[] = [
+        { INTERNAL_TRAFFIC_POLICY: 'Nodes' },
+        { ATTEMPTS: '0' },
+        { PORT: '70000' },
+        { CONNECT_TIMEOUT_SECONDS: '1s' },
+        { FAST_MS: '5000', CONNECT_TIMEOUT_SECONDS: '2' },
+        { CHECK_DELETED: 'yes' },
+        { NAMESPACE: 'Not_A_Namespace' },
+      ];
       for (const bad of bads) {
         const k = fakeCluster({ ...fast, FAKE_CLUSTER_IP: '127.0.0.1', ...bad });
         try {
@@ -190,7 +247,8 @@ describe.skipIf(CURL === undefined)('dataplane-check.sh', () => {
       const proxyUrl = `http://127.0.0.1:${(proxy.address() as net.AddressInfo).port}`;
       try {
         const r = await runScript({
-          shell, args: ['probe', '127.0.0.1', String(await closedPort())],
+          shell,
+          args: ['probe', '127.0.0.1', String(await closedPort())],
           env: { ...fast, http_proxy: proxyUrl, HTTP_PROXY: proxyUrl, ALL_PROXY: proxyUrl },
         });
         expect(r.verdict?.verdict).toBe('reject');

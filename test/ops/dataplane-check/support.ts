@@ -12,17 +12,12 @@ import { promisify } from 'node:util';
 import { loadAll } from 'js-yaml';
 import ts from 'typescript';
 import { typecheckVirtual } from '../typecheck-virtual.ts';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { Service } from 'kubernetes-models/v1/Service';
 import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
 import { Role } from 'kubernetes-models/rbac.authorization.k8s.io/v1/Role';
 import { RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding';
 import { Job } from 'kubernetes-models/batch/v1/Job';
-import { desiredExecutorService } from '../../../shared/model/service-spec.ts';
-import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../../../shared/model/labels.ts';
-import { startEmulator } from '../../../packages/kube-emulator/index.ts';
-import type { KubeEmulator } from '../../../packages/kube-emulator/index.ts';
 import { kustomizeObjects } from '../kustomize.ts';
 
 export const execFileAsync = promisify(execFile);
@@ -35,9 +30,20 @@ export const SELECTOR_LABEL = 'spark-exec-svc/dataplane-check';
 
 /** Every setting the script reads (its header documents each). */
 export const SCRIPT_SETTINGS = [
-  'NAMESPACE', 'PORT', 'ATTEMPTS', 'CONNECT_TIMEOUT_SECONDS', 'FAST_MS', 'PROGRAM_DELAY_SECONDS',
-  'CLUSTERIP_WAIT_SECONDS', 'CHECK_DELETED', 'INTERNAL_TRAFFIC_POLICY', 'OWNER_POD_NAME', 'OWNER_POD_UID',
-  'NODE_NAME', 'KUBECTL', 'CURL',
+  'NAMESPACE',
+  'PORT',
+  'ATTEMPTS',
+  'CONNECT_TIMEOUT_SECONDS',
+  'FAST_MS',
+  'PROGRAM_DELAY_SECONDS',
+  'CLUSTERIP_WAIT_SECONDS',
+  'CHECK_DELETED',
+  'INTERNAL_TRAFFIC_POLICY',
+  'OWNER_POD_NAME',
+  'OWNER_POD_UID',
+  'NODE_NAME',
+  'KUBECTL',
+  'CURL',
 ];
 
 // ---------------------------------------------------------------------------
@@ -47,7 +53,9 @@ export function findBinary(name: string): string | undefined {
   const dirs = [...(process.env['PATH'] ?? '').split(path.delimiter).filter((d) => d !== ''), ...EXTRA_BIN_DIRS];
   return dirs.map((d) => path.join(d, name)).find((p) => existsSync(p));
 }
-export const KUBECTL = [process.env['KUBECTL'], '/usr/bin/kubectl', findBinary('kubectl')].find((c): c is string => c !== undefined && c !== '' && existsSync(c));
+export const KUBECTL = [process.env['KUBECTL'], '/usr/bin/kubectl', findBinary('kubectl')].find(
+  (c): c is string => c !== undefined && c !== '' && existsSync(c),
+);
 export const CURL = findBinary('curl');
 export const IP = findBinary('ip');
 export const IPTABLES = findBinary('iptables');
@@ -60,15 +68,31 @@ export const SHELLS: { name: string; argv: string[] }[] = [{ name: 'sh', argv: [
 if (BUSYBOX !== undefined && spawnSync(BUSYBOX, ['sh', '-c', 'exit 0']).status === 0) {
   SHELLS.push({ name: 'busybox sh', argv: [BUSYBOX, 'sh'] });
 } else {
-  console.warn('[dataplane-check.test] busybox not found: the script is tested under sh only (alpine/k8s runs BusyBox ash; apt-get install -y busybox)');
+  console.warn(
+    '[dataplane-check.test] busybox not found: the script is tested under sh only (alpine/k8s runs BusyBox ash; apt-get install -y busybox)',
+  );
 }
-if (KUBECTL === undefined) console.warn('[dataplane-check.test] SKIPPING the manifest checks: no kubectl (kubectl >= 1.27 with kustomize v5 is needed)');
+if (KUBECTL === undefined)
+  console.warn('[dataplane-check.test] SKIPPING the manifest checks: no kubectl (kubectl >= 1.27 with kustomize v5 is needed)');
 if (CURL === undefined) console.warn('[dataplane-check.test] SKIPPING the script tests: no curl (apt-get install -y curl)');
 
 // ---------------------------------------------------------------------------
 // Running the script.
-export interface Attempt { n: number; outcome: string; ms: number; reason: string }
-export interface Verdict { verdict: string; attempts: number; refused: number; timeout: number; other: number; maxMs: number; target: string }
+export interface Attempt {
+  n: number;
+  outcome: string;
+  ms: number;
+  reason: string;
+}
+export interface Verdict {
+  verdict: string;
+  attempts: number;
+  refused: number;
+  timeout: number;
+  other: number;
+  maxMs: number;
+  target: string;
+}
 export interface RunResult {
   code: number | null;
   signal: NodeJS.Signals | null;
@@ -83,9 +107,20 @@ export interface RunResult {
 }
 
 export function parseVerdict(stdout: string, label: string): Verdict | undefined {
-  const m = new RegExp(`^${label}=(\\S+) attempts=(\\d+) refused=(\\d+) timeout=(\\d+) other=(\\d+) max_ms=([\\d.]+) target=(\\S+)$`, 'm').exec(stdout);
+  const m = new RegExp(
+    `^${label}=(\\S+) attempts=(\\d+) refused=(\\d+) timeout=(\\d+) other=(\\d+) max_ms=([\\d.]+) target=(\\S+)$`,
+    'm',
+  ).exec(stdout);
   if (m === null) return undefined;
-  return { verdict: m[1]!, attempts: Number(m[2]), refused: Number(m[3]), timeout: Number(m[4]), other: Number(m[5]), maxMs: Number(m[6]), target: m[7]! };
+  return {
+    verdict: m[1]!,
+    attempts: Number(m[2]),
+    refused: Number(m[3]),
+    timeout: Number(m[4]),
+    other: Number(m[5]),
+    maxMs: Number(m[6]),
+    target: m[7]!,
+  };
 }
 
 export function parseAttempts(lines: string[]): Attempt[] {
@@ -111,7 +146,8 @@ export interface RunOptions {
 export function runScript(opts: RunOptions): Promise<RunResult> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !SCRIPT_SETTINGS.includes(k)) env[k] = v;
-  for (const k of ['http_proxy', 'https_proxy', 'HTTP_PROXY', 'HTTPS_PROXY', 'ALL_PROXY', 'all_proxy', 'no_proxy', 'NO_PROXY']) delete env[k];
+  for (const k of ['http_proxy', 'https_proxy', 'HTTP_PROXY', 'HTTPS_PROXY', 'ALL_PROXY', 'all_proxy', 'no_proxy', 'NO_PROXY'])
+    delete env[k];
   Object.assign(env, opts.env ?? {});
   const argv = [...(opts.netns !== undefined ? [IP!, 'netns', 'exec', opts.netns] : []), ...opts.shell, SCRIPT, ...(opts.args ?? [])];
   const started = performance.now();
@@ -139,7 +175,11 @@ export function runScript(opts: RunOptions): Promise<RunResult> {
       const lines = stdout.split('\n');
       const cut = lines.findIndex((l) => l.startsWith('VERDICT='));
       resolve({
-        code, signal, stdout, stderr, elapsedMs: performance.now() - started,
+        code,
+        signal,
+        stdout,
+        stderr,
+        elapsedMs: performance.now() - started,
         attempts: parseAttempts(cut < 0 ? lines : lines.slice(0, cut)),
         deletedAttempts: cut < 0 ? [] : parseAttempts(lines.slice(cut + 1)),
         verdict: parseVerdict(stdout, 'VERDICT'),
@@ -200,12 +240,17 @@ export function fakeCluster(extra: Record<string, string> = {}): FakeCluster {
   return {
     dir,
     env: { PATH: `${dir}${path.delimiter}${process.env['PATH'] ?? ''}`, FAKE_KUBECTL_DIR: dir, NAMESPACE: 'spark', ...extra },
-    calls: () => existsSync(path.join(dir, 'calls.log'))
-      ? readFileSync(path.join(dir, 'calls.log'), 'utf8').split('\n').filter((l) => l !== '').map((l) => l.split(' '))
-      : [],
-    created: () => existsSync(path.join(dir, 'created.json'))
-      ? JSON.parse(readFileSync(path.join(dir, 'created.json'), 'utf8')) as Record<string, unknown>
-      : undefined,
+    calls: () =>
+      existsSync(path.join(dir, 'calls.log'))
+        ? readFileSync(path.join(dir, 'calls.log'), 'utf8')
+            .split('\n')
+            .filter((l) => l !== '')
+            .map((l) => l.split(' '))
+        : [],
+    created: () =>
+      existsSync(path.join(dir, 'created.json'))
+        ? (JSON.parse(readFileSync(path.join(dir, 'created.json'), 'utf8')) as Record<string, unknown>)
+        : undefined,
     dispose: () => rmSync(dir, { recursive: true, force: true }),
   };
 }
@@ -219,15 +264,26 @@ export const TYPES: Record<string, { module: string; name: string }> = {
   'v1/ConfigMap': { module: 'kubernetes-models/v1/ConfigMap', name: 'IConfigMap' },
   'v1/Service': { module: 'kubernetes-models/v1/Service', name: 'IService' },
   'rbac.authorization.k8s.io/v1/Role': { module: 'kubernetes-models/rbac.authorization.k8s.io/v1/Role', name: 'IRole' },
-  'rbac.authorization.k8s.io/v1/RoleBinding': { module: 'kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding', name: 'IRoleBinding' },
+  'rbac.authorization.k8s.io/v1/RoleBinding': {
+    module: 'kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding',
+    name: 'IRoleBinding',
+  },
   'batch/v1/Job': { module: 'kubernetes-models/batch/v1/Job', name: 'IJob' },
 };
 export const MODELS: Record<string, { new (data: never): { validate(): void } }> = {
-  'v1/ServiceAccount': ServiceAccount, 'v1/ConfigMap': ConfigMap, 'v1/Service': Service,
-  'rbac.authorization.k8s.io/v1/Role': Role, 'rbac.authorization.k8s.io/v1/RoleBinding': RoleBinding, 'batch/v1/Job': Job,
+  'v1/ServiceAccount': ServiceAccount,
+  'v1/ConfigMap': ConfigMap,
+  'v1/Service': Service,
+  'rbac.authorization.k8s.io/v1/Role': Role,
+  'rbac.authorization.k8s.io/v1/RoleBinding': RoleBinding,
+  'batch/v1/Job': Job,
 };
 export type Json = Record<string, unknown>;
-export interface K8sObject extends Json { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string> } }
+export interface K8sObject extends Json {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+}
 export const keyOf = (o: { apiVersion: string; kind: string }) => `${o.apiVersion}/${o.kind}`;
 
 export function excessPropertyErrors(objs: K8sObject[]): string[] {
@@ -243,8 +299,15 @@ export function schemaErrors(objs: K8sObject[]): string[] {
   const problems: string[] = [];
   for (const o of objs) {
     const Model = MODELS[keyOf(o)];
-    if (Model === undefined) { problems.push(`${keyOf(o)} ${o.metadata.name}: no validator`); continue; }
-    try { new Model(o as never).validate(); } catch (e) { problems.push(`${keyOf(o)} ${o.metadata.name}: ${(e as Error).message}`); }
+    if (Model === undefined) {
+      problems.push(`${keyOf(o)} ${o.metadata.name}: no validator`);
+      continue;
+    }
+    try {
+      new Model(o as never).validate();
+    } catch (e) {
+      problems.push(`${keyOf(o)} ${o.metadata.name}: ${(e as Error).message}`);
+    }
   }
   return problems;
 }
@@ -258,20 +321,39 @@ export const functionInstall = (): Promise<K8sObject[]> => kustomizeObjects<K8sO
 
 // ===========================================================================
 // 1. Manifests.
-export interface EnvVar { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }
+export interface EnvVar {
+  name: string;
+  value?: string;
+  valueFrom?: { fieldRef?: { fieldPath: string } };
+}
 export interface JobObj extends K8sObject {
   spec: {
-    backoffLimit?: number; activeDeadlineSeconds?: number; ttlSecondsAfterFinished?: number;
-    template: { spec: {
-      serviceAccountName?: string; restartPolicy?: string; terminationGracePeriodSeconds?: number;
-      securityContext?: { runAsNonRoot?: boolean; runAsUser?: number; seccompProfile?: { type: string } };
-      containers: {
-        name: string; image?: string; command?: string[]; args?: string[]; env?: EnvVar[];
-        securityContext?: { allowPrivilegeEscalation?: boolean; readOnlyRootFilesystem?: boolean; privileged?: boolean; capabilities?: { drop?: string[]; add?: string[] } };
-        resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
-        volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
-      }[];
-      volumes?: { name: string; configMap?: { name: string }; emptyDir?: unknown }[];
-    } };
+    backoffLimit?: number;
+    activeDeadlineSeconds?: number;
+    ttlSecondsAfterFinished?: number;
+    template: {
+      spec: {
+        serviceAccountName?: string;
+        restartPolicy?: string;
+        terminationGracePeriodSeconds?: number;
+        securityContext?: { runAsNonRoot?: boolean; runAsUser?: number; seccompProfile?: { type: string } };
+        containers: {
+          name: string;
+          image?: string;
+          command?: string[];
+          args?: string[];
+          env?: EnvVar[];
+          securityContext?: {
+            allowPrivilegeEscalation?: boolean;
+            readOnlyRootFilesystem?: boolean;
+            privileged?: boolean;
+            capabilities?: { drop?: string[]; add?: string[] };
+          };
+          resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
+          volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
+        }[];
+        volumes?: { name: string; configMap?: { name: string }; emptyDir?: unknown }[];
+      };
+    };
   };
 }

@@ -3,23 +3,46 @@
  * .dockerignore, and docs/deploy.md's commands against the builds.
  */
 import { readFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { JSON_SCHEMA, load } from 'js-yaml';
-import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
-import { ROOT, KSVC, FN_SA, DEFAULT_NAMESPACE, FUNC_YAML, ENV_CONTRACT, BUILDS, KUBECTL, kustomize, knativeServices, envMap, type Schema, funcYamlValidator, builds } from './support.ts';
+import {
+  ROOT,
+  KSVC,
+  FN_SA,
+  DEFAULT_NAMESPACE,
+  FUNC_YAML,
+  ENV_CONTRACT,
+  BUILDS,
+  KUBECTL,
+  kustomize,
+  knativeServices,
+  envMap,
+  type Schema,
+  funcYamlValidator,
+  builds,
+} from './support.ts';
 // ===========================================================================
 describe(FUNC_YAML, () => {
   const text = readFileSync(path.join(ROOT, FUNC_YAML), 'utf8');
   // JSON schema: timestamps stay strings, as func's YAML decoder sees them.
   const f = load(text, { schema: JSON_SCHEMA }) as {
-    specVersion: string; name: string; runtime: string; namespace: string; invoke: string; deployer?: string;
+    specVersion: string;
+    name: string;
+    runtime: string;
+    namespace: string;
+    invoke: string;
+    deployer?: string;
     run: { envs: { name: string; value: string }[] };
     deploy: {
-      annotations?: Record<string, string>; labels?: { key: string; value: string }[]; serviceAccountName: string;
+      annotations?: Record<string, string>;
+      labels?: { key: string; value: string }[];
+      serviceAccountName: string;
       healthEndpoints: { liveness: string; readiness: string };
-      options: { scale: { min: number; max: number }; resources: { requests: Record<string, string>; limits: Record<string, string | number> } };
+      options: {
+        scale: { min: number; max: number };
+        resources: { requests: Record<string, string>; limits: Record<string, string | number> };
+      };
     };
   };
 
@@ -28,7 +51,12 @@ describe(FUNC_YAML, () => {
     expect(validate(f)).toEqual([]);
     // The validator itself rejects what the schema forbids.
     const bad = validate({ ...f, deploy: { ...f.deploy, healthEndpoint: {} }, invoke: 'grpc' });
-    expect(bad).toEqual(expect.arrayContaining([expect.stringContaining('(healthEndpoint)'), expect.stringMatching(/\/invoke: must be equal to one of the allowed values/)]));
+    expect(bad).toEqual(
+      expect.arrayContaining([
+        expect.stringContaining('(healthEndpoint)'),
+        expect.stringMatching(/\/invoke: must be equal to one of the allowed values/),
+      ]),
+    );
   });
 
   it('describes the same function as the kustomize base', () => {
@@ -51,7 +79,7 @@ describe(FUNC_YAML, () => {
   });
 
   it.skipIf(KUBECTL === undefined)('matches knative/base/service.yaml (scale, resources, concurrency, env)', async () => {
-    const base = builds.get('knative/base') ?? await kustomize('knative/base');
+    const base = builds.get('knative/base') ?? (await kustomize('knative/base'));
     const svc = knativeServices(base)[0]!;
     const pod = svc.spec.template.spec;
     const c = pod.containers[0]!;
@@ -68,7 +96,10 @@ describe(FUNC_YAML, () => {
 // ===========================================================================
 describe('Dockerfile and .dockerignore', () => {
   const dockerfile = readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8');
-  const instructions = dockerfile.split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'));
+  const instructions = dockerfile
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'));
   const stages = instructions.filter((l) => /^FROM\s/i.test(l));
   const lastStage = instructions.slice(instructions.lastIndexOf(stages.at(-1)!));
 
@@ -97,7 +128,8 @@ describe('Dockerfile and .dockerignore', () => {
     // Without a shell a shell-form RUN cannot work: each must be a JSON array.
     for (const l of lastStage.filter((x) => /^RUN\s/.test(x))) expect(l, l).toMatch(/^RUN \[/);
     const labels = dockerfile.match(/^LABEL[\s\S]*?(?=^\S)/m)?.[0] ?? '';
-    for (const key of ['title', 'description', 'licenses', 'version', 'revision']) expect(labels, key).toContain(`org.opencontainers.image.${key}=`);
+    for (const key of ['title', 'description', 'licenses', 'version', 'revision'])
+      expect(labels, key).toContain(`org.opencontainers.image.${key}=`);
     expect(labels).toContain('org.opencontainers.image.licenses="Apache-2.0"');
     // The release script pins both bases by digest (test/ops/install-story.test.ts runs it).
     const release = readFileSync(path.join(ROOT, 'scripts/release.sh'), 'utf8');
@@ -105,11 +137,15 @@ describe('Dockerfile and .dockerignore', () => {
   });
 
   it('.dockerignore sends only what the build needs', () => {
-    const lines = readFileSync(path.join(ROOT, '.dockerignore'), 'utf8').split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'));
+    const lines = readFileSync(path.join(ROOT, '.dockerignore'), 'utf8')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l !== '' && !l.startsWith('#'));
     expect(lines[0]).toBe('*');
     expect(lines).toEqual(expect.arrayContaining(['!package.json', '!package-lock.json', '!tsconfig.json', '!shared/', '!functions/']));
     const copied = instructions.filter((l) => /^COPY (?!--from)/.test(l)).flatMap((l) => l.split(/\s+/).slice(1, -1));
-    for (const source of copied) expect(lines, `the build copies ${source}`).toContain(`!${source.replace(/^\.\//, '')}${source.includes('.') ? '' : '/'}`);
+    for (const source of copied)
+      expect(lines, `the build copies ${source}`).toContain(`!${source.replace(/^\.\//, '')}${source.includes('.') ? '' : '/'}`);
   });
 });
 

@@ -49,19 +49,49 @@ export const INPUT_TYPES = {
 export const PING_TYPE = 'dev.knative.sources.ping';
 /** Reply types of the function (functions/executor-service/handler.ts), plus the brief's spellings. */
 export const OUTPUT_TYPES = [
-  ...['created', 'verified', 'patched', 'deleted', 'recreated', 'conflict', 'marked-gone', 'unmarked', 'collected', 'ignored', 'skipped']
-    .map((t) => `spark-exec-svc.service.${t}`),
-  'spark-exec-svc.ignored', 'spark-exec-svc.skipped', 'spark-exec-svc.swept', 'spark-exec-svc.sweep.completed',
+  ...[
+    'created',
+    'verified',
+    'patched',
+    'deleted',
+    'recreated',
+    'conflict',
+    'marked-gone',
+    'unmarked',
+    'collected',
+    'ignored',
+    'skipped',
+  ].map((t) => `spark-exec-svc.service.${t}`),
+  'spark-exec-svc.ignored',
+  'spark-exec-svc.skipped',
+  'spark-exec-svc.swept',
+  'spark-exec-svc.sweep.completed',
 ];
 export const REPLY_SOURCE = '/spark-exec-svc/executor-service';
 
 /** The function's whole env contract (see functions/executor-service); Knative reserves PORT & K_*. */
 export const ENV_CONTRACT = new Set([
-  'WATCH_NAMESPACES', 'OPT_IN_MODE', 'BLOCK_MANAGER_PORT', 'COOLDOWN_SECONDS', 'LOG_LEVEL',
-  'EVENT_DEADLINE_MS', 'REQUEST_TIMEOUT_MS', 'SWEEP_DEADLINE_MS', 'REPLY_MODE', 'MAX_BODY_BYTES', 'SWEEP_PAGE_SIZE', 'MAX_SERVICES_PER_NAMESPACE',
+  'WATCH_NAMESPACES',
+  'OPT_IN_MODE',
+  'BLOCK_MANAGER_PORT',
+  'COOLDOWN_SECONDS',
+  'LOG_LEVEL',
+  'EVENT_DEADLINE_MS',
+  'REQUEST_TIMEOUT_MS',
+  'SWEEP_DEADLINE_MS',
+  'REPLY_MODE',
+  'MAX_BODY_BYTES',
+  'SWEEP_PAGE_SIZE',
+  'MAX_SERVICES_PER_NAMESPACE',
   // The HTTP edge (shared/ops/edge-config.ts).
-  'REQUEST_RECEIVE_TIMEOUT_MS', 'MAX_CONNECTIONS', 'MAX_JSON_DEPTH', 'SWEEP_MIN_INTERVAL_MS',
-  'SENDER_AUTH', 'SENDER_AUTH_AUDIENCE', 'SENDER_AUTH_USERS', 'SENDER_AUTH_CACHE_SECONDS',
+  'REQUEST_RECEIVE_TIMEOUT_MS',
+  'MAX_CONNECTIONS',
+  'MAX_JSON_DEPTH',
+  'SWEEP_MIN_INTERVAL_MS',
+  'SENDER_AUTH',
+  'SENDER_AUTH_AUDIENCE',
+  'SENDER_AUTH_USERS',
+  'SENDER_AUTH_CACHE_SECONDS',
 ]);
 export const KNATIVE_RESERVED_ENV = new Set(['PORT', 'K_SERVICE', 'K_CONFIGURATION', 'K_REVISION']);
 
@@ -83,7 +113,14 @@ export interface Expectation {
   /** SENDER_AUTH=tokenreview: the function may also create TokenReviews, and the sources request its audience. */
   senderAuth?: boolean;
 }
-export const BASE: Expectation = { mode: 'Resource', delivery: 'direct', deadLetter: false, rbac: 'namespaced', ksvc: true, namespace: DEFAULT_NAMESPACE };
+export const BASE: Expectation = {
+  mode: 'Resource',
+  delivery: 'direct',
+  deadLetter: false,
+  rbac: 'namespaced',
+  ksvc: true,
+  namespace: DEFAULT_NAMESPACE,
+};
 export const BUILDS: Record<string, Expectation> = {
   knative: BASE,
   'knative/base': BASE,
@@ -100,7 +137,13 @@ export const BUILDS: Record<string, Expectation> = {
   'knative/overlays/sender-auth': { ...BASE, senderAuth: true },
 };
 /** Cluster-scoped kinds an install may hold (no namespace). */
-export const CLUSTER_SCOPED = ['Namespace', 'ClusterRole', 'ClusterRoleBinding', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'];
+export const CLUSTER_SCOPED = [
+  'Namespace',
+  'ClusterRole',
+  'ClusterRoleBinding',
+  'ValidatingAdmissionPolicy',
+  'ValidatingAdmissionPolicyBinding',
+];
 
 // ---------------------------------------------------------------------------
 // Validators: one per kind, keyed by the model's own apiVersion/kind.
@@ -117,22 +160,92 @@ export interface Validator {
   label: string;
 }
 export const VALIDATORS: Validator[] = [
-  { model: KnativeService, typeModule: '@kubernetes-models/knative/serving.knative.dev/v1/Service', typeName: 'IService', label: '@kubernetes-models/knative serving.knative.dev/v1 Service' },
-  { model: ApiServerSource, typeModule: '@kubernetes-models/knative/sources.knative.dev/v1/ApiServerSource', typeName: 'IApiServerSource', label: '@kubernetes-models/knative sources.knative.dev/v1 ApiServerSource' },
-  { model: PingSource, typeModule: '@kubernetes-models/knative/sources.knative.dev/v1/PingSource', typeName: 'IPingSource', label: '@kubernetes-models/knative sources.knative.dev/v1 PingSource' },
-  { model: Broker, typeModule: '@kubernetes-models/knative/eventing.knative.dev/v1/Broker', typeName: 'IBroker', label: '@kubernetes-models/knative eventing.knative.dev/v1 Broker' },
-  { model: Trigger, typeModule: '@kubernetes-models/knative/eventing.knative.dev/v1/Trigger', typeName: 'ITrigger', label: '@kubernetes-models/knative eventing.knative.dev/v1 Trigger' },
+  {
+    model: KnativeService,
+    typeModule: '@kubernetes-models/knative/serving.knative.dev/v1/Service',
+    typeName: 'IService',
+    label: '@kubernetes-models/knative serving.knative.dev/v1 Service',
+  },
+  {
+    model: ApiServerSource,
+    typeModule: '@kubernetes-models/knative/sources.knative.dev/v1/ApiServerSource',
+    typeName: 'IApiServerSource',
+    label: '@kubernetes-models/knative sources.knative.dev/v1 ApiServerSource',
+  },
+  {
+    model: PingSource,
+    typeModule: '@kubernetes-models/knative/sources.knative.dev/v1/PingSource',
+    typeName: 'IPingSource',
+    label: '@kubernetes-models/knative sources.knative.dev/v1 PingSource',
+  },
+  {
+    model: Broker,
+    typeModule: '@kubernetes-models/knative/eventing.knative.dev/v1/Broker',
+    typeName: 'IBroker',
+    label: '@kubernetes-models/knative eventing.knative.dev/v1 Broker',
+  },
+  {
+    model: Trigger,
+    typeModule: '@kubernetes-models/knative/eventing.knative.dev/v1/Trigger',
+    typeName: 'ITrigger',
+    label: '@kubernetes-models/knative eventing.knative.dev/v1 Trigger',
+  },
   { model: Namespace, typeModule: 'kubernetes-models/v1/Namespace', typeName: 'INamespace', label: 'kubernetes-models v1 Namespace' },
-  { model: ServiceAccount, typeModule: 'kubernetes-models/v1/ServiceAccount', typeName: 'IServiceAccount', label: 'kubernetes-models v1 ServiceAccount' },
-  { model: Role, typeModule: 'kubernetes-models/rbac.authorization.k8s.io/v1/Role', typeName: 'IRole', label: 'kubernetes-models rbac/v1 Role' },
-  { model: RoleBinding, typeModule: 'kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding', typeName: 'IRoleBinding', label: 'kubernetes-models rbac/v1 RoleBinding' },
-  { model: ClusterRole, typeModule: 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole', typeName: 'IClusterRole', label: 'kubernetes-models rbac/v1 ClusterRole' },
+  {
+    model: ServiceAccount,
+    typeModule: 'kubernetes-models/v1/ServiceAccount',
+    typeName: 'IServiceAccount',
+    label: 'kubernetes-models v1 ServiceAccount',
+  },
+  {
+    model: Role,
+    typeModule: 'kubernetes-models/rbac.authorization.k8s.io/v1/Role',
+    typeName: 'IRole',
+    label: 'kubernetes-models rbac/v1 Role',
+  },
+  {
+    model: RoleBinding,
+    typeModule: 'kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding',
+    typeName: 'IRoleBinding',
+    label: 'kubernetes-models rbac/v1 RoleBinding',
+  },
+  {
+    model: ClusterRole,
+    typeModule: 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole',
+    typeName: 'IClusterRole',
+    label: 'kubernetes-models rbac/v1 ClusterRole',
+  },
   { model: ConfigMap, typeModule: 'kubernetes-models/v1/ConfigMap', typeName: 'IConfigMap', label: 'kubernetes-models v1 ConfigMap' },
-  { model: ClusterRoleBinding, typeModule: 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding', typeName: 'IClusterRoleBinding', label: 'kubernetes-models rbac/v1 ClusterRoleBinding' },
-  { model: ValidatingAdmissionPolicy, typeModule: 'kubernetes-models/admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy', typeName: 'IValidatingAdmissionPolicy', label: 'kubernetes-models admissionregistration/v1 ValidatingAdmissionPolicy' },
-  { model: ValidatingAdmissionPolicyBinding, typeModule: 'kubernetes-models/admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding', typeName: 'IValidatingAdmissionPolicyBinding', label: 'kubernetes-models admissionregistration/v1 ValidatingAdmissionPolicyBinding' },
-  { model: PodMonitor, typeModule: '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PodMonitor', typeName: 'IPodMonitor', label: '@kubernetes-models/prometheus-operator monitoring.coreos.com/v1 PodMonitor' },
-  { model: PrometheusRule, typeModule: '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule', typeName: 'IPrometheusRule', label: '@kubernetes-models/prometheus-operator monitoring.coreos.com/v1 PrometheusRule' },
+  {
+    model: ClusterRoleBinding,
+    typeModule: 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding',
+    typeName: 'IClusterRoleBinding',
+    label: 'kubernetes-models rbac/v1 ClusterRoleBinding',
+  },
+  {
+    model: ValidatingAdmissionPolicy,
+    typeModule: 'kubernetes-models/admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy',
+    typeName: 'IValidatingAdmissionPolicy',
+    label: 'kubernetes-models admissionregistration/v1 ValidatingAdmissionPolicy',
+  },
+  {
+    model: ValidatingAdmissionPolicyBinding,
+    typeModule: 'kubernetes-models/admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding',
+    typeName: 'IValidatingAdmissionPolicyBinding',
+    label: 'kubernetes-models admissionregistration/v1 ValidatingAdmissionPolicyBinding',
+  },
+  {
+    model: PodMonitor,
+    typeModule: '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PodMonitor',
+    typeName: 'IPodMonitor',
+    label: '@kubernetes-models/prometheus-operator monitoring.coreos.com/v1 PodMonitor',
+  },
+  {
+    model: PrometheusRule,
+    typeModule: '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule',
+    typeName: 'IPrometheusRule',
+    label: '@kubernetes-models/prometheus-operator monitoring.coreos.com/v1 PrometheusRule',
+  },
 ];
 export const validatorFor = (apiVersion: unknown, kind: unknown): Validator | undefined =>
   VALIDATORS.find((v) => v.model.apiVersion === apiVersion && v.model.kind === kind);
@@ -140,30 +253,100 @@ export const validatorFor = (apiVersion: unknown, kind: unknown): Validator | un
 // ---------------------------------------------------------------------------
 // Loose views of the objects (after schema validation the shapes are known).
 export type Json = Record<string, unknown>;
-export interface Meta { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> }
-export interface K8sObject extends Json { apiVersion: string; kind: string; metadata: Meta }
-export interface PolicyRule { apiGroups?: string[]; resources?: string[]; verbs: string[]; resourceNames?: string[]; nonResourceURLs?: string[] }
-export interface Binding extends K8sObject { roleRef: { apiGroup: string; kind: string; name: string }; subjects?: { kind: string; name: string; namespace?: string }[] }
-export interface Ref { apiVersion: string; kind: string; name: string; namespace?: string }
-export interface Destination { ref?: Ref; uri?: string }
-export interface Selector { matchLabels?: Record<string, string>; matchExpressions?: { key: string; operator: string; values?: string[] }[] }
-export interface EnvVar { name: string; value?: string; valueFrom?: unknown }
-export interface Probe { httpGet?: { path?: string; port?: number | string }; periodSeconds?: number }
+export interface Meta {
+  name: string;
+  namespace?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+export interface K8sObject extends Json {
+  apiVersion: string;
+  kind: string;
+  metadata: Meta;
+}
+export interface PolicyRule {
+  apiGroups?: string[];
+  resources?: string[];
+  verbs: string[];
+  resourceNames?: string[];
+  nonResourceURLs?: string[];
+}
+export interface Binding extends K8sObject {
+  roleRef: { apiGroup: string; kind: string; name: string };
+  subjects?: { kind: string; name: string; namespace?: string }[];
+}
+export interface Ref {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  namespace?: string;
+}
+export interface Destination {
+  ref?: Ref;
+  uri?: string;
+}
+export interface Selector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: { key: string; operator: string; values?: string[] }[];
+}
+export interface EnvVar {
+  name: string;
+  value?: string;
+  valueFrom?: unknown;
+}
+export interface Probe {
+  httpGet?: { path?: string; port?: number | string };
+  periodSeconds?: number;
+}
 export interface Container {
-  name?: string; image?: string; env?: EnvVar[]; ports?: { containerPort: number; name?: string }[];
-  readinessProbe?: Probe; livenessProbe?: Probe;
+  name?: string;
+  image?: string;
+  env?: EnvVar[];
+  ports?: { containerPort: number; name?: string }[];
+  readinessProbe?: Probe;
+  livenessProbe?: Probe;
   resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
   securityContext?: {
-    runAsNonRoot?: boolean; runAsUser?: number; allowPrivilegeEscalation?: boolean; readOnlyRootFilesystem?: boolean;
-    privileged?: boolean; capabilities?: { drop?: string[]; add?: string[] }; seccompProfile?: { type?: string };
+    runAsNonRoot?: boolean;
+    runAsUser?: number;
+    allowPrivilegeEscalation?: boolean;
+    readOnlyRootFilesystem?: boolean;
+    privileged?: boolean;
+    capabilities?: { drop?: string[]; add?: string[] };
+    seccompProfile?: { type?: string };
   };
 }
 export interface KService extends K8sObject {
-  spec: { template: { metadata?: Meta; spec: { serviceAccountName?: string; containerConcurrency?: number; timeoutSeconds?: number; securityContext?: unknown; containers: Container[] } } };
+  spec: {
+    template: {
+      metadata?: Meta;
+      spec: {
+        serviceAccountName?: string;
+        containerConcurrency?: number;
+        timeoutSeconds?: number;
+        securityContext?: unknown;
+        containers: Container[];
+      };
+    };
+  };
 }
-export interface Filter { exact?: Record<string, string>; prefix?: Record<string, string>; suffix?: Record<string, string>; all?: Filter[]; any?: Filter[]; not?: Filter; cesql?: string }
+export interface Filter {
+  exact?: Record<string, string>;
+  prefix?: Record<string, string>;
+  suffix?: Record<string, string>;
+  all?: Filter[];
+  any?: Filter[];
+  not?: Filter;
+  cesql?: string;
+}
 export interface TriggerObj extends K8sObject {
-  spec: { broker: string; filter?: { attributes?: Record<string, string> }; filters?: Filter[]; subscriber: Destination; delivery?: { retry?: number; backoffPolicy?: string; backoffDelay?: string; deadLetterSink?: Destination } };
+  spec: {
+    broker: string;
+    filter?: { attributes?: Record<string, string> };
+    filters?: Filter[];
+    subscriber: Destination;
+    delivery?: { retry?: number; backoffPolicy?: string; backoffDelay?: string; deadLetterSink?: Destination };
+  };
 }
 
 // ---------------------------------------------------------------------------
@@ -171,7 +354,9 @@ export interface TriggerObj extends K8sObject {
 const addFormats = addFormatsPlugin.default;
 export const KUBECTL = findKubectl();
 if (KUBECTL === undefined) {
-  console.warn('[manifests.test] SKIPPING the kustomize build checks: no kubectl at /usr/bin/kubectl, $KUBECTL or on PATH (kubectl >= 1.27 with kustomize v5 is needed).');
+  console.warn(
+    '[manifests.test] SKIPPING the kustomize build checks: no kubectl at /usr/bin/kubectl, $KUBECTL or on PATH (kubectl >= 1.27 with kustomize v5 is needed).',
+  );
 }
 
 /** Builds `dir` of the repository as a user does after setting IMAGE (a relative `dir` is in the configured copy). */
@@ -190,11 +375,20 @@ export function selectorMatches(sel: Selector, labels: Record<string, string>): 
     const has = Object.hasOwn(labels, e.key);
     const value = labels[e.key];
     switch (e.operator) {
-      case 'In': if (!has || !(e.values ?? []).includes(value!)) return false; break;
-      case 'NotIn': if (has && (e.values ?? []).includes(value!)) return false; break;
-      case 'Exists': if (!has) return false; break;
-      case 'DoesNotExist': if (has) return false; break;
-      default: throw new Error(`unknown selector operator ${e.operator}`);
+      case 'In':
+        if (!has || !(e.values ?? []).includes(value!)) return false;
+        break;
+      case 'NotIn':
+        if (has && (e.values ?? []).includes(value!)) return false;
+        break;
+      case 'Exists':
+        if (!has) return false;
+        break;
+      case 'DoesNotExist':
+        if (has) return false;
+        break;
+      default:
+        throw new Error(`unknown selector operator ${e.operator}`);
     }
   }
   return true;
@@ -207,13 +401,20 @@ export function filterMatches(f: Filter, attrs: Record<string, string>): boolean
   const each = (m: Record<string, string>, test: (a: string, b: string) => boolean) =>
     Object.entries(m).every(([k, v]) => attrs[k] !== undefined && test(attrs[k]!, v));
   switch (dialects[0]) {
-    case 'exact': return each(f.exact!, (a, b) => a === b);
-    case 'prefix': return each(f.prefix!, (a, b) => a.startsWith(b));
-    case 'suffix': return each(f.suffix!, (a, b) => a.endsWith(b));
-    case 'all': return f.all!.every((g) => filterMatches(g, attrs));
-    case 'any': return f.any!.some((g) => filterMatches(g, attrs));
-    case 'not': return !filterMatches(f.not!, attrs);
-    default: throw new Error('cesql filters are not evaluated by this test; use the other dialects');
+    case 'exact':
+      return each(f.exact!, (a, b) => a === b);
+    case 'prefix':
+      return each(f.prefix!, (a, b) => a.startsWith(b));
+    case 'suffix':
+      return each(f.suffix!, (a, b) => a.endsWith(b));
+    case 'all':
+      return f.all!.every((g) => filterMatches(g, attrs));
+    case 'any':
+      return f.any!.some((g) => filterMatches(g, attrs));
+    case 'not':
+      return !filterMatches(f.not!, attrs);
+    default:
+      throw new Error('cesql filters are not evaluated by this test; use the other dialects');
   }
 }
 export function triggerMatches(t: TriggerObj, attrs: Record<string, string>): boolean {
@@ -223,17 +424,26 @@ export function triggerMatches(t: TriggerObj, attrs: Record<string, string>): bo
 
 /** resource -> sorted verbs granted to a ServiceAccount in this build, failing on anything not plain core-group. */
 export function permissionsOf(objs: K8sObject[], sa: string): Record<string, string[]> {
-  const bindings = [...ofKind<Binding>(objs, 'RoleBinding'), ...ofKind<Binding>(objs, 'ClusterRoleBinding')]
-    .filter((b) => (b.subjects ?? []).some((s) => s.kind === 'ServiceAccount' && s.name === sa));
+  const bindings = [...ofKind<Binding>(objs, 'RoleBinding'), ...ofKind<Binding>(objs, 'ClusterRoleBinding')].filter((b) =>
+    (b.subjects ?? []).some((s) => s.kind === 'ServiceAccount' && s.name === sa),
+  );
   const grants: Record<string, Set<string>> = {};
   for (const b of bindings) {
-    const role = objs.find((o) => o.kind === b.roleRef.kind && o.metadata.name === b.roleRef.name &&
-      (o.kind === 'ClusterRole' || o.metadata.namespace === b.metadata.namespace));
+    const role = objs.find(
+      (o) =>
+        o.kind === b.roleRef.kind &&
+        o.metadata.name === b.roleRef.name &&
+        (o.kind === 'ClusterRole' || o.metadata.namespace === b.metadata.namespace),
+    );
     expect(role, `${id(b)} must bind a role defined in this install, not ${b.roleRef.kind}/${b.roleRef.name}`).toBeDefined();
-    for (const rule of ((role as unknown as { rules?: PolicyRule[] }).rules ?? [])) {
+    for (const rule of (role as unknown as { rules?: PolicyRule[] }).rules ?? []) {
       // The one grant outside the core group: TokenReviews for sender authentication (overlays/sender-auth).
       if (rule.apiGroups?.[0] === 'authentication.k8s.io') {
-        expect(rule, `${id(role!)}: only create tokenreviews`).toEqual({ apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] });
+        expect(rule, `${id(role!)}: only create tokenreviews`).toEqual({
+          apiGroups: ['authentication.k8s.io'],
+          resources: ['tokenreviews'],
+          verbs: ['create'],
+        });
         (grants['tokenreviews'] ??= new Set()).add('create');
         continue;
       }
@@ -249,8 +459,9 @@ export function permissionsOf(objs: K8sObject[], sa: string): Record<string, str
 /** namespace ('' = cluster-wide) -> resource -> sorted verbs, for every binding of `sa` in this build. */
 export function permissionsByNamespace(objs: K8sObject[], sa: string): Record<string, Record<string, string[]>> {
   const out: Record<string, Record<string, string[]>> = {};
-  const bindings = [...ofKind<Binding>(objs, 'RoleBinding'), ...ofKind<Binding>(objs, 'ClusterRoleBinding')]
-    .filter((b) => (b.subjects ?? []).some((s) => s.kind === 'ServiceAccount' && s.name === sa));
+  const bindings = [...ofKind<Binding>(objs, 'RoleBinding'), ...ofKind<Binding>(objs, 'ClusterRoleBinding')].filter((b) =>
+    (b.subjects ?? []).some((s) => s.kind === 'ServiceAccount' && s.name === sa),
+  );
   for (const b of bindings) {
     const ns = b.kind === 'ClusterRoleBinding' ? '' : b.metadata.namespace!;
     const grants = permissionsOf([...objs.filter((o) => !['RoleBinding', 'ClusterRoleBinding'].includes(o.kind)), b], sa);
@@ -263,14 +474,19 @@ export function permissionsByNamespace(objs: K8sObject[], sa: string): Record<st
 const SERVICE_WRITES = ['create', 'update', 'patch', 'delete', 'deletecollection', '*'];
 /** ClusterRoleBindings whose role lets someone write Services in every namespace. */
 export function clusterWideServiceWriters(objs: K8sObject[]): string[] {
-  return ofKind<Binding>(objs, 'ClusterRoleBinding').filter((b) => {
-    const role = objs.find((o) => o.kind === b.roleRef.kind && o.metadata.name === b.roleRef.name);
-    // A role defined elsewhere cannot be checked here: count it as a writer.
-    if (role === undefined) return true;
-    return ((role as unknown as { rules?: PolicyRule[] }).rules ?? []).some((r) =>
-      (r.apiGroups ?? []).some((g) => g === '' || g === '*') && (r.resources ?? []).some((x) => x === 'services' || x === '*') &&
-      r.verbs.some((v) => SERVICE_WRITES.includes(v)));
-  }).map(id);
+  return ofKind<Binding>(objs, 'ClusterRoleBinding')
+    .filter((b) => {
+      const role = objs.find((o) => o.kind === b.roleRef.kind && o.metadata.name === b.roleRef.name);
+      // A role defined elsewhere cannot be checked here: count it as a writer.
+      if (role === undefined) return true;
+      return ((role as unknown as { rules?: PolicyRule[] }).rules ?? []).some(
+        (r) =>
+          (r.apiGroups ?? []).some((g) => g === '' || g === '*') &&
+          (r.resources ?? []).some((x) => x === 'services' || x === '*') &&
+          r.verbs.some((v) => SERVICE_WRITES.includes(v)),
+      );
+    })
+    .map(id);
 }
 
 /** Where a sink ends up: the function directly, or through our Broker and a Trigger that accepts `attrs`. */
@@ -280,8 +496,14 @@ export function routesToFunction(objs: K8sObject[], sink: Destination, attrs: Re
   if (ref.apiVersion === 'serving.knative.dev/v1' && ref.kind === 'Service') return ref.name === KSVC;
   if (ref.apiVersion === 'eventing.knative.dev/v1' && ref.kind === 'Broker') {
     if (ofKind(objs, 'Broker').every((b) => b.metadata.name !== ref.name)) return false;
-    return ofKind<TriggerObj>(objs, 'Trigger').some((t) => t.spec.broker === ref.name && triggerMatches(t, attrs) &&
-      t.spec.subscriber.ref?.kind === 'Service' && t.spec.subscriber.ref.apiVersion === 'serving.knative.dev/v1' && t.spec.subscriber.ref.name === KSVC);
+    return ofKind<TriggerObj>(objs, 'Trigger').some(
+      (t) =>
+        t.spec.broker === ref.name &&
+        triggerMatches(t, attrs) &&
+        t.spec.subscriber.ref?.kind === 'Service' &&
+        t.spec.subscriber.ref.apiVersion === 'serving.knative.dev/v1' &&
+        t.spec.subscriber.ref.name === KSVC,
+    );
   }
   return false;
 }
@@ -322,8 +544,13 @@ export function funcYamlValidator(schema: Schema): (value: unknown) => string[] 
   const ajv = new Ajv({ allErrors: true, strictSchema: true, strictTypes: false, strictTuples: false });
   addFormats(ajv);
   const validate = ajv.compile(rest);
-  return (value) => (validate(value) ? [] : (validate.errors ?? []).map((e) =>
-    `${e.instancePath || '/'}: ${e.message ?? e.keyword}${e.keyword === 'additionalProperties' ? ` (${String((e.params as { additionalProperty?: string }).additionalProperty)})` : ''}${e.keyword === 'enum' ? ` ${JSON.stringify((e.params as { allowedValues?: unknown }).allowedValues)}` : ''}`));
+  return (value) =>
+    validate(value)
+      ? []
+      : (validate.errors ?? []).map(
+          (e) =>
+            `${e.instancePath || '/'}: ${e.message ?? e.keyword}${e.keyword === 'additionalProperties' ? ` (${String((e.params as { additionalProperty?: string }).additionalProperty)})` : ''}${e.keyword === 'enum' ? ` ${JSON.stringify((e.params as { allowedValues?: unknown }).allowedValues)}` : ''}`,
+        );
 }
 
 // ===========================================================================
