@@ -1,14 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { commaList, intFromEnv } from './env-schemas.ts';
 import { EDGE_ENV, type EdgeConfig, edgeConfig } from './edge-config.ts';
 
 /** In-cluster, a pod's own namespace is in this file; it is the default watch scope. */
 export const SERVICE_ACCOUNT_NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
 
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-
-const intFromEnv = (min: number, max: number) =>
-  z.string().trim().regex(/^\d+$/, 'must be a whole number').transform(Number).pipe(z.number().int().min(min).max(max));
 
 /**
  * The ApiServerSource adapter sends one event at a time per namespace and waits for the answer;
@@ -21,16 +19,7 @@ const intFromEnv = (min: number, max: number) =>
 export const DIRECT_SINK_DEADLINE_MS = 1_500;
 
 const EnvSchema = z.object({
-  WATCH_NAMESPACES: z
-    .string()
-    .optional()
-    .transform((v) =>
-      (v ?? '')
-        .split(',')
-        .map((s) => s.trim())
-        .filter((s) => s !== ''),
-    )
-    .pipe(z.array(z.string().max(63).regex(DNS1123_LABEL, 'each namespace must be a DNS-1123 label'))),
+  WATCH_NAMESPACES: commaList(z.string().max(63).regex(DNS1123_LABEL, 'each namespace must be a DNS-1123 label')),
   OPT_IN_MODE: z.enum(['label', 'all']).default('label'),
   BLOCK_MANAGER_PORT: intFromEnv(1, 65535).optional(),
   COOLDOWN_SECONDS: intFromEnv(0, 7 * 24 * 3600).default(300),

@@ -4,9 +4,7 @@
  * environment with the rest of the configuration (shared/config.ts).
  */
 import { z } from 'zod';
-
-const intFromEnv = (min: number, max: number) =>
-  z.string().trim().regex(/^\d+$/, 'must be a whole number').transform(Number).pipe(z.number().int().min(min).max(max));
+import { commaList, intFromEnv } from './env-schemas.ts';
 
 /** `system:serviceaccount:<namespace>:<name>`, as a TokenReview reports a ServiceAccount's token. */
 const SERVICE_ACCOUNT_USERNAME = /^system:serviceaccount:[a-z0-9]([-a-z0-9]*[a-z0-9])?:[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
@@ -23,16 +21,9 @@ export const EDGE_ENV = {
   /** `tokenreview`: only events with a bearer token the API server vouches for, for our audience, from SENDER_AUTH_USERS. */
   SENDER_AUTH: z.enum(['off', 'tokenreview']).default('off'),
   SENDER_AUTH_AUDIENCE: z.string().trim().min(1).max(253).optional(),
-  SENDER_AUTH_USERS: z
-    .string()
-    .optional()
-    .transform((v) =>
-      (v ?? '')
-        .split(',')
-        .map((s) => s.trim())
-        .filter((s) => s !== ''),
-    )
-    .pipe(z.array(z.string().max(330).regex(SERVICE_ACCOUNT_USERNAME, 'each entry must be system:serviceaccount:<namespace>:<name>'))),
+  SENDER_AUTH_USERS: commaList(
+    z.string().max(330).regex(SERVICE_ACCOUNT_USERNAME, 'each entry must be system:serviceaccount:<namespace>:<name>'),
+  ),
   /** How long a TokenReview's answer is reused for the same token (0: every request asks). */
   SENDER_AUTH_CACHE_SECONDS: intFromEnv(0, 600).default(30),
 };

@@ -3,7 +3,6 @@
  * the values the docs and comments quote, compared with what ships: knative/ manifests, spark/,
  * shared/config.ts. A doc that drifts from the code fails here.
  */
-import { spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -13,6 +12,7 @@ import { loadConfig } from '../../shared/ops/config.ts';
 import { newMetrics } from '../../shared/ops/metrics.ts';
 import { PANELS, dashboardJson } from '../../scripts/grafana-dashboard.ts';
 import { REPO_ROOT as ROOT, TEST_IMAGE, configuredTree, findKubectl, kustomizeObjects } from './kustomize.ts';
+import { type CommandResult, runCommand } from '../../testkit/process.ts';
 
 const KUBECTL = findKubectl();
 const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
@@ -36,25 +36,8 @@ const FN = KSVC.spec.template.spec.containers[0]!;
 const FN_ENV = Object.fromEntries(FN.env.map((e) => [e.name, e.value ?? '']));
 const TEMPLATE = load(read('spark/executor-pod-template.yaml')) as { spec: PodSpecLike };
 
-function run(
-  command: string,
-  args: string[],
-  opts: { cwd?: string; env?: Record<string, string> } = {},
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: opts.cwd ?? ROOT, env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => {
-      stdout += d.toString();
-    });
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
-  });
-}
+const run = (command: string, args: string[], opts: { cwd?: string; env?: Record<string, string> } = {}): Promise<CommandResult> =>
+  runCommand(command, args, { cwd: opts.cwd ?? ROOT, ...(opts.env === undefined ? {} : { env: opts.env }) });
 
 /** Fenced code blocks of a markdown text, with their info string. */
 function codeBlocks(markdown: string): { lang: string; body: string }[] {

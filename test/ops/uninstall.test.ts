@@ -15,6 +15,7 @@ import { EXECUTOR_GONE_AT_ANNOTATION, MANAGED_BY_LABEL } from '../../shared/mode
 import { executorServiceName } from '../../shared/model/naming.ts';
 import { type KubeEmulator, startEmulator } from '../../packages/kube-emulator/index.ts';
 import { startHarness } from '../../testkit/harness.ts';
+import { type CommandResult, runCommand } from '../../testkit/process.ts';
 import { findKubectl } from './kustomize.ts';
 import { type PodBody, driverPod, executorPod, sparkAppId } from '../../testkit/spark-pods.ts';
 
@@ -42,21 +43,8 @@ afterEach(async () => {
   work = undefined;
 });
 
-function runScript(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('sh', [SCRIPT, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => {
-      stdout += d.toString();
-    });
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
-  });
-}
+const runScript = (args: string[], env: Record<string, string> = {}): Promise<CommandResult> =>
+  runCommand('sh', [SCRIPT, ...args], { env });
 
 /**
  * A namespace as an uninstall finds it, every Service made by the real function:
