@@ -56,8 +56,11 @@ beforeAll(async () => {
 }, 30 * 60_000);
 
 afterAll(async () => {
-  await plane?.stop();
-  await cluster?.stop();
+  try {
+    await plane?.stop();
+  } finally {
+    await cluster?.stop();
+  }
 });
 
 test('the tenant cannot read pods or touch Services: its token only creates and deletes pods', async () => {
