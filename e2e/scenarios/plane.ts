@@ -68,6 +68,15 @@ export interface PlaneOptions {
   readonly beforeAdapter?: (tenant: ApiAccess) => Promise<void>;
 }
 
+/**
+ * Set in every scenario (and reported with the other overrides): `sweep()` stands for one
+ * PingSource tick, every 5 minutes in knative/base/pingsource.yaml, and the scenarios send them
+ * seconds apart; the function coalesces ticks less than SWEEP_MIN_INTERVAL_MS (30 s by default)
+ * after the last sweep's start (functions/executor-service/sweep-gate.ts), so each scenario's
+ * sweep would otherwise be answered 2xx and do nothing. testkit/harness.ts sets the same.
+ */
+const SCENARIO_FUNCTION_ENV: Readonly<Record<string, string>> = { SWEEP_MIN_INTERVAL_MS: '0' };
+
 let bundleDirOnce: Promise<string> | undefined;
 let binariesOnce: Promise<{ adapter: string; render: string }> | undefined;
 
@@ -138,7 +147,7 @@ async function startPlaneSteps(
       serviceAccount: fnSa,
       apiServer: cluster.apiServer,
       port: options.functionPort,
-      overrides: options.functionOverrides ?? {},
+      overrides: { ...SCENARIO_FUNCTION_ENV, ...options.functionOverrides },
       logFile: join(cluster.logDir, `function-${options.mode}-${fnRun++}.log`),
     });
   const launchAdapter = (): Promise<RunningAdapter> =>
