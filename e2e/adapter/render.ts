@@ -6,21 +6,49 @@
  * at the version e2e/go/adapter builds). Parsed with zod here, at the edge.
  */
 import { execFile } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { z } from 'zod';
+import { configuredTree, TEST_IMAGE } from '../../test/ops/kustomize.ts';
 
 const run = promisify(execFile);
 export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const BUILD_SH = join(REPO_ROOT, 'e2e', 'build.sh');
 
-/** The kustomizations the scenarios run: the default install and its Reference-mode overlay. */
+/**
+ * The kustomizations the scenarios run: the default install and its Reference-mode overlay,
+ * relative to a tree holding knative/ and spark/. The repository's own tree does not build until
+ * knative/base/image.env sets IMAGE (on purpose, docs/deploy.md step 1), so the scenarios render a
+ * configured copy of it (`configuredKustomizations`).
+ */
 export const KUSTOMIZATIONS = {
-  resource: join(REPO_ROOT, 'knative', 'base'),
-  reference: join(REPO_ROOT, 'knative', 'overlays', 'reference-mode'),
+  resource: join('knative', 'base'),
+  reference: join('knative', 'overlays', 'reference-mode'),
 } as const;
 export type SourceMode = keyof typeof KUSTOMIZATIONS;
+
+/** A configured copy of knative/ and spark/; `remove()` deletes it. */
+export interface ConfiguredKustomizations {
+  readonly root: string;
+  readonly dirs: { readonly [mode in SourceMode]: string };
+  remove(): void;
+}
+
+/**
+ * A copy of the repository's knative/ and spark/ with IMAGE set to the unit tests' image
+ * (test/ops/kustomize.ts): the image is never pulled here (the function runs from its bundle),
+ * it only has to be set for kustomize to build, as a user's install sets it.
+ */
+export function configuredKustomizations(): ConfiguredKustomizations {
+  const root = configuredTree(TEST_IMAGE);
+  return {
+    root,
+    dirs: { resource: join(root, KUSTOMIZATIONS.resource), reference: join(root, KUSTOMIZATIONS.reference) },
+    remove: () => rmSync(root, { recursive: true, force: true }),
+  };
+}
 
 const Manifest = z.record(z.string(), z.string());
 

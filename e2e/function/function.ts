@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { z } from 'zod';
+import { CONFIG_ENV_NAMES } from '../../shared/ops/config.ts';
 import { REPO_ROOT, type KubeObject, type Rendered } from '../adapter/render.ts';
 import { type PodProcess, type ServiceAccountFiles, startPodProcess } from './pod-process.ts';
 
@@ -109,7 +110,9 @@ export async function startFunction(options: StartFunctionOptions): Promise<Runn
   const d = options.deployment;
   const overrides = options.overrides ?? {};
   for (const key of Object.keys(overrides)) {
-    if (!(key in d.env) && key !== 'WATCH_NAMESPACES') throw new Error(`override ${key} is not in the manifest's env`);
+    // A variable the manifest leaves at its default may be set too, but only one the function reads.
+    if (!(key in d.env) && !CONFIG_ENV_NAMES.has(key))
+      throw new Error(`override ${key} is neither in the manifest's env nor read by the function`);
   }
   const env = {
     ...d.env,

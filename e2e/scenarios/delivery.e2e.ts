@@ -5,8 +5,6 @@
  * senders, and shows the sweep repairing what was lost (adapter restarted mid-application,
  * function killed mid-batch). Every figure goes to the run's report (report.json in the log dir).
  */
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { NS } from '../../test/support/audited.ts';
 import { rawGet } from '../adapter/kube-access.ts';
@@ -14,6 +12,7 @@ import type { RecordedRequest } from '../adapter/recording-proxy.ts';
 import { type ScenarioCluster, scenarioCluster } from './cluster.ts';
 import { realInvariantProblems } from './invariant-real.ts';
 import { type Plane, startPlane } from './plane.ts';
+import { writeJsonReport, writeReportFile } from './report-file.ts';
 import { comparisonTable, compareWithOurSenders, type SenderComparison } from './sender-diff.ts';
 import { createPod, deletePod, driverPodBody, executorPodBody, markRunning, type PodRef } from './spark-pods.ts';
 
@@ -108,9 +107,15 @@ afterAll(async () => {
     disposition: r.disposition,
     port: r.remotePort,
   }));
-  if (cluster !== undefined) writeFileSync(join(cluster.endpoints.logDir, 'delivery-report.json'), `${JSON.stringify(report, null, 2)}\n`);
-  await plane?.stop();
-  await cluster?.stop();
+  try {
+    if (cluster !== undefined) writeJsonReport(cluster.endpoints.logDir, 'delivery-report.json', report);
+  } finally {
+    try {
+      await plane?.stop();
+    } finally {
+      await cluster?.stop();
+    }
+  }
 });
 
 describe('the real ApiServerSource adapter (Resource mode) against the real API server', () => {
@@ -161,7 +166,7 @@ describe('the real ApiServerSource adapter (Resource mode) against the real API 
       if (sample !== undefined) comparisons.push(await compareWithOurSenders(sample));
     }
     report['senderComparisons'] = comparisons;
-    writeFileSync(join(cluster.endpoints.logDir, 'sender-comparison.md'), `${comparisons.map(comparisonTable).join('\n\n')}\n`);
+    writeReportFile(cluster.endpoints.logDir, 'sender-comparison.md', `${comparisons.map(comparisonTable).join('\n\n')}\n`);
     for (const c of comparisons) {
       expect(c.bodyReencodesIdentically, `goJson reproduces the adapter's body of ${c.eventType}`).toBe(true);
     }

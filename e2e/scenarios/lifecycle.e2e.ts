@@ -6,7 +6,6 @@
  * from the real API server after every step.
  */
 import { existsSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { NS } from '../../test/support/audited.ts';
@@ -14,6 +13,7 @@ import { rawGet } from '../adapter/kube-access.ts';
 import { type ScenarioCluster, scenarioCluster } from './cluster.ts';
 import { realInvariantProblems } from './invariant-real.ts';
 import { type Plane, startPlane } from './plane.ts';
+import { writeJsonReport } from './report-file.ts';
 import {
   BLOCK_MANAGER_PORT,
   createPod,
@@ -117,8 +117,11 @@ beforeAll(async () => {
 }, 30 * 60_000);
 
 afterAll(async () => {
-  if (cluster !== undefined) writeFileSync(join(cluster.endpoints.logDir, 'lifecycle-report.json'), `${JSON.stringify(report, null, 2)}\n`);
-  await cluster?.stop();
+  try {
+    if (cluster !== undefined) writeJsonReport(cluster.endpoints.logDir, 'lifecycle-report.json', report);
+  } finally {
+    await cluster?.stop();
+  }
 });
 
 describe.each([

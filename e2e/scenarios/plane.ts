@@ -19,7 +19,7 @@ import {
 } from '../adapter/kube-access.ts';
 import { type RecordingProxy, startRecordingProxy } from '../adapter/recording-proxy.ts';
 import { startTcpRelay, type TcpRelay } from '../adapter/tcp-relay.ts';
-import { adapterBinaries, KUSTOMIZATIONS, render, type Rendered, sendPing, type SourceMode } from '../adapter/render.ts';
+import { adapterBinaries, configuredKustomizations, render, type Rendered, sendPing, type SourceMode } from '../adapter/render.ts';
 import { bundleFunction, type FunctionDeployment, functionDeployment, type RunningFunction, startFunction } from '../function/function.ts';
 import type { ServiceAccountFiles } from '../function/pod-process.ts';
 
@@ -68,6 +68,15 @@ export interface PlaneOptions {
   readonly beforeAdapter?: (tenant: ApiAccess) => Promise<void>;
 }
 
+/**
+ * Set in every scenario (and reported with the other overrides): `sweep()` stands for one
+ * PingSource tick, every 5 minutes in knative/base/pingsource.yaml, and the scenarios send them
+ * seconds apart; the function coalesces ticks less than SWEEP_MIN_INTERVAL_MS (30 s by default)
+ * after the last sweep's start (functions/executor-service/sweep-gate.ts), so each scenario's
+ * sweep would otherwise be answered 2xx and do nothing. testkit/harness.ts sets the same.
+ */
+const SCENARIO_FUNCTION_ENV: Readonly<Record<string, string>> = { SWEEP_MIN_INTERVAL_MS: '0' };
+
 let bundleDirOnce: Promise<string> | undefined;
 let binariesOnce: Promise<{ adapter: string; render: string }> | undefined;
 
@@ -75,9 +84,35 @@ export async function startPlane(cluster: ClusterEndpoints, options: PlaneOption
   binariesOnce ??= adapterBinaries();
   bundleDirOnce ??= bundleFunction();
   const [bins, bundleDir] = await Promise.all([binariesOnce, bundleDirOnce]);
-  const kustomization = KUSTOMIZATIONS[options.mode];
+  // What is started so far, undone in reverse when a later step fails: a plane starts whole or
+  // leaves nothing behind (the proxy's and the relay's listeners, the processes, the tree).
+  const started: Array<() => unknown> = [];
+  try {
+    return await startPlaneSteps(cluster, options, bins, bundleDir, started);
+  } catch (error) {
+    // The start's error is the one to report; an undo that fails too must not hide it.
+    for (const undo of started.reverse())
+      await Promise.resolve()
+        .then(undo)
+        .catch(() => undefined);
+    throw error;
+  }
+}
+
+async function startPlaneSteps(
+  cluster: ClusterEndpoints,
+  options: PlaneOptions,
+  bins: { adapter: string; render: string },
+  bundleDir: string,
+  started: Array<() => unknown>,
+): Promise<Plane> {
+  // Rendered from a configured copy of knative/ and spark/ (IMAGE set), removed when the plane stops.
+  const tree = configuredKustomizations();
+  started.push(tree.remove);
+  const kustomization = tree.dirs[options.mode];
   const fnUrl = `http://127.0.0.1:${options.functionPort}/`;
   const proxy = await startRecordingProxy(fnUrl);
+  started.push(proxy.close);
   const rendered = await render(bins.render, kustomization, proxy.url);
   const deployment = functionDeployment(rendered);
   if (deployment.namespace !== NS || rendered.adapter.sourceNamespace !== NS) {
@@ -102,6 +137,7 @@ export async function startPlane(cluster: ClusterEndpoints, options: PlaneOption
   ]);
   mkdirSync(cluster.logDir, { recursive: true });
   const apiRelay = await startTcpRelay(cluster.apiServer.host, cluster.apiServer.port);
+  started.push(apiRelay.close);
   let fnRun = 0;
   let adapterRun = 0;
   const launchFunction = (): Promise<RunningFunction> =>
@@ -111,7 +147,7 @@ export async function startPlane(cluster: ClusterEndpoints, options: PlaneOption
       serviceAccount: fnSa,
       apiServer: cluster.apiServer,
       port: options.functionPort,
-      overrides: options.functionOverrides ?? {},
+      overrides: { ...SCENARIO_FUNCTION_ENV, ...options.functionOverrides },
       logFile: join(cluster.logDir, `function-${options.mode}-${fnRun++}.log`),
     });
   const launchAdapter = (): Promise<RunningAdapter> =>
@@ -124,6 +160,7 @@ export async function startPlane(cluster: ClusterEndpoints, options: PlaneOption
     });
   const tenant: ApiAccess = { server: cluster.admin.server, caPem: cluster.admin.caPem, token: tenantToken };
   let fn = await launchFunction();
+  started.push(() => fn.process.stop(5_000));
   await options.beforeAdapter?.(tenant);
   let adapter = await launchAdapter();
   return {
@@ -150,6 +187,7 @@ export async function startPlane(cluster: ClusterEndpoints, options: PlaneOption
       await Promise.all([adapter.process.stop(5_000), fn.process.stop(5_000)]);
       await proxy.close();
       await apiRelay.close();
+      tree.remove();
     },
   };
 }

@@ -36,6 +36,9 @@ const EnvSchema = z.object({
   ...EDGE_ENV,
 });
 
+/** The environment variables the function reads (each one's default applies when unset). */
+export const CONFIG_ENV_NAMES: ReadonlySet<string> = new Set(Object.keys(EnvSchema.shape));
+
 export type LogLevel = z.infer<typeof EnvSchema>['LOG_LEVEL'];
 
 export interface Config extends EdgeConfig {
