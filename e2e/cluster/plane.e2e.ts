@@ -15,6 +15,7 @@
  * Needs root, iproute2, iptables and Go (see e2e/README.md); fails, naming what is missing, without.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -67,6 +68,10 @@ async function waitUntil<T>(what: string, timeoutMs: number, fn: () => Promise<T
       throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last !== undefined ? `: ${String(last)}` : ''}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+function readFileOrEmpty(file: string): string {
+  return existsSync(file) ? readFileSync(file, 'utf8') : '';
 }
 
 function podManifest(name: string, labels: Record<string, string>, command: string[], extra: Record<string, unknown> = {}): unknown {
@@ -249,11 +254,23 @@ describe.each(MODES)('the real control plane and the process kubelet (kube-proxy
   });
 
   it('a pod that ignores SIGTERM is killed after its grace period', async () => {
-    const stubborn = podManifest('stubborn', { app: 'stubborn' }, ['/bin/sh', '-c', 'trap "" TERM; while :; do sleep 0.1; done'], {
-      terminationGracePeriodSeconds: 2,
-    });
+    const stubborn = podManifest(
+      'stubborn',
+      { app: 'stubborn' },
+      ['/bin/sh', '-c', 'trap "" TERM; echo trap-set; while :; do sleep 0.1; done'],
+      {
+        terminationGracePeriodSeconds: 2,
+      },
+    );
     await tenantApi.call('POST', `/api/v1/namespaces/${NS}/pods`, stubborn);
     await waitRunningReady(cluster.api, 'stubborn');
+    // Running/Ready comes before the shell has run `trap`: a delete in between is an ordinary SIGTERM
+    // exit (143), not the grace-period kill under test (this raced once under load). Wait for the
+    // shell to say the trap is set, in the log the process kubelet writes for the container.
+    const runtime = await cluster.podRuntime(NS, 'stubborn');
+    await waitUntil('the shell to set its TERM trap', 30_000, async () =>
+      readFileOrEmpty(join(runtime.logDir, 'main.log')).includes('trap-set') ? true : undefined,
+    );
     const t0 = Date.now();
     await tenantApi.call('DELETE', `/api/v1/namespaces/${NS}/pods/stubborn`);
     const seen: Pod[] = [];
