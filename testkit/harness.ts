@@ -5,6 +5,7 @@ import { CoreV1KubeClient } from '../shared/kube/client.ts';
 import { type Logger, jsonLogger } from '../shared/ops/log.ts';
 import { type Metrics, newMetrics } from '../shared/ops/metrics.ts';
 import { type ProcessCaches, newProcessCaches } from '../shared/triggers/process-state.ts';
+import { type FactCacheLimits, sizeFactCache } from '../shared/engine/memory.ts';
 import { type KubeEmulator, startEmulator } from '../packages/kube-emulator/index.ts';
 import { type ContentMode, type PostedReply, postPodEvent } from './apiserversource.ts';
 import type { PodBody } from './spark-pods.ts';
@@ -36,6 +37,8 @@ export interface HarnessOptions {
   readonly emulator?: KubeEmulator;
   /** The function's metrics (its own prom-client Registry); default: a new one without Node's process metrics. */
   readonly metrics?: Metrics;
+  /** What the function's memory holds; default: sized from the configuration as run.ts does (no memory limit). */
+  readonly factLimits?: FactCacheLimits;
 }
 
 export async function startHarness(env: Record<string, string> = {}, opts: HarnessOptions = {}): Promise<Harness> {
@@ -58,7 +61,8 @@ export async function startHarness(env: Record<string, string> = {}, opts: Harne
   const logs: Array<Record<string, unknown>> = [];
   const log = opts.logger ?? jsonLogger('debug', (line) => logs.push(JSON.parse(line) as Record<string, unknown>));
   const metrics = opts.metrics ?? newMetrics();
-  const caches = newProcessCaches();
+  // Sized as run.ts sizes it, without a container memory limit, unless the test asks for less.
+  const caches = newProcessCaches(opts.factLimits ?? sizeFactCache(config, undefined).limits);
   const fn = await startFunctionServer(
     {
       client: new CoreV1KubeClient(emulator.kubeConfig(), config.requestTimeoutMs),

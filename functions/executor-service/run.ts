@@ -4,6 +4,8 @@ import { CoreV1KubeClient } from '../../shared/kube/client.ts';
 import { jsonLogger } from '../../shared/ops/log.ts';
 import { newMetrics } from '../../shared/ops/metrics.ts';
 import { newProcessCaches } from '../../shared/triggers/process-state.ts';
+import { sizeFactCache } from '../../shared/engine/memory.ts';
+import { containerMemoryLimitBytes } from '../../shared/ops/memory-limit.ts';
 import { KubeTokenReviewer } from './sender-auth.ts';
 import { startFunctionServer } from './server.ts';
 
@@ -27,8 +29,16 @@ export async function main(): Promise<void> {
   kubeConfig.loadFromDefault();
   // Node's process metrics too (CPU, memory, event loop, GC): served at /metrics with the function's own.
   const metrics = newMetrics({ processMetrics: true });
+  const memory = sizeFactCache(config, containerMemoryLimitBytes());
+  if (memory.held < memory.wanted) {
+    log.warn('memory limit too small to remember every executor the Service cap allows: their events will cost reads', {
+      wantedExecutors: memory.wanted,
+      rememberedExecutors: memory.held,
+      factBudgetBytes: memory.budgetBytes,
+    });
+  }
   const server = await startFunctionServer(
-    { client: new CoreV1KubeClient(kubeConfig, config.requestTimeoutMs), config, log, metrics, caches: newProcessCaches() },
+    { client: new CoreV1KubeClient(kubeConfig, config.requestTimeoutMs), config, log, metrics, caches: newProcessCaches(memory.limits) },
     {
       port: config.port,
       ...(config.senderAuth === undefined ? {} : { tokenReviewer: new KubeTokenReviewer(kubeConfig, config.requestTimeoutMs) }),
@@ -47,6 +57,7 @@ export async function main(): Promise<void> {
     namespaces: config.namespaces,
     optInMode: config.optInMode,
     cooldownSeconds: config.cooldownSeconds,
+    rememberedExecutors: memory.held,
     apiServer: kubeConfig.getCurrentCluster()?.server,
   });
   let stopping = false;

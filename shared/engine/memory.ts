@@ -1,4 +1,4 @@
-import { BoundedLru, estimateBytes } from '../ops/bounded-lru.ts';
+import { BoundedLru, estimateBytes, stringBytes } from '../ops/bounded-lru.ts';
 import type { ServiceFact } from '../model/service-spec.ts';
 import type { PodFact } from '../model/spark-pod.ts';
 import { ServiceCounts } from './service-count.ts';
@@ -17,17 +17,66 @@ export interface Remembered<T> {
 }
 
 export interface FactCacheLimits {
+  /** Entries of each kind (pods, Services, claimant lists). */
   readonly entries: number;
+  /** Bytes of the three kinds together (estimated as shared/ops/bounded-lru.ts estimateBytes), shared in proportion to EXECUTOR_FACT_BYTES. */
   readonly bytes: number;
 }
 
-/** 4,096 entries and 4 MiB per kind: at most 12 MiB for the three kinds together. */
-export const DEFAULT_FACT_CACHE_LIMITS: FactCacheLimits = { entries: 4096, bytes: 4 * 1024 * 1024 };
+/**
+ * Bytes one executor's facts take, each kind with room for names longer than usual (measured on
+ * the live heap by test/unit/fact-sizes.test.ts for names as Spark makes them, with the entry's
+ * key and bookkeeping: pod ≈ 780, Service ≈ 1,440, claimant list ≈ 350 bytes; Node 22, x64).
+ */
+export const EXECUTOR_FACT_BYTES = { pods: 1024, services: 2048, claimants: 512 } as const;
+export const PER_EXECUTOR_BYTES = EXECUTOR_FACT_BYTES.pods + EXECUTOR_FACT_BYTES.services + EXECUTOR_FACT_BYTES.claimants;
+/** Bookkeeping of one remembered entry beyond its key and value (Map slot, wrappers, the key's concatenation nodes), measured with them. */
+export const ENTRY_OVERHEAD_BYTES = 200;
+/** The share of the container's memory the facts may take: the rest is Node itself (≈ 90 MiB idle), requests in flight and garbage. */
+export const FACT_MEMORY_SHARE = 1 / 3;
+/** Entries beyond one per executor the cap allows: drivers, Pending copies, executors that just ended. */
+const HEADROOM = 1.25;
+
+export const factCacheLimitsFor = (executors: number): FactCacheLimits => {
+  const entries = Math.max(64, Math.ceil(executors * HEADROOM));
+  return { entries, bytes: entries * PER_EXECUTOR_BYTES };
+};
+
+/** What a process remembers when nothing sizes it (tests, tools): 4,096 executors' facts, ≈ 14 MiB. */
+export const DEFAULT_FACT_CACHE_LIMITS: FactCacheLimits = factCacheLimitsFor(4096);
+
+export interface FactCacheSizing {
+  readonly limits: FactCacheLimits;
+  /** Executors whose facts the configuration allows at once: the Service cap in every watched namespace. */
+  readonly wanted: number;
+  /** Executors whose facts fit (fewer than wanted when the memory limit is too small: events then cost reads). */
+  readonly held: number;
+  /** The facts' share of the memory limit, when there is one. */
+  readonly budgetBytes: number | undefined;
+}
+
+/**
+ * Sized by what the memory must hold — every Service the configuration allows (the cap times the
+ * watched namespaces), so that an executor's events find its facts from scale-up to teardown —
+ * within the share of the container's memory limit (when known) that facts may take.
+ */
+export function sizeFactCache(
+  config: { readonly maxServicesPerNamespace: number; readonly namespaces: readonly string[] },
+  memoryLimitBytes: number | undefined,
+): FactCacheSizing {
+  const wanted = config.maxServicesPerNamespace * config.namespaces.length;
+  const budgetBytes = memoryLimitBytes === undefined ? undefined : Math.floor(memoryLimitBytes * FACT_MEMORY_SHARE);
+  const fits = budgetBytes === undefined ? wanted : Math.floor(budgetBytes / (PER_EXECUTOR_BYTES * HEADROOM));
+  const held = Math.min(wanted, fits);
+  return { limits: factCacheLimitsFor(held), wanted, held, budgetBytes };
+}
 
 /** Applications whose last look around an ended executor is remembered: a number each, keyed by namespace/app id (label values, ≤ 63 chars each). */
 const ENDED_PEER_APPS = 1024;
 
-const sized = <T>(key: string, value: Remembered<T>): number => 64 + 2 * key.length + estimateBytes(value.value);
+const sized = <T>(key: string, value: Remembered<T>): number => ENTRY_OVERHEAD_BYTES + stringBytes(key) + estimateBytes(value.value);
+const share = (limits: FactCacheLimits, kind: keyof typeof EXECUTOR_FACT_BYTES): number =>
+  Math.floor((limits.bytes * EXECUTOR_FACT_BYTES[kind]) / PER_EXECUTOR_BYTES);
 
 /**
  * The process's memory: the facts above (the rules read them), and beside them the registers of
@@ -57,10 +106,10 @@ export class FactCache {
   readonly slotsUnderWay = new SlotLocks();
 
   constructor(limits: FactCacheLimits = DEFAULT_FACT_CACHE_LIMITS) {
-    this.pods = new BoundedLru(limits.entries, limits.bytes, sized);
-    this.services = new BoundedLru(limits.entries, limits.bytes, sized);
-    this.claimants = new BoundedLru(limits.entries, limits.bytes, sized);
-    this.endedPeers = new BoundedLru(ENDED_PEER_APPS, Number.POSITIVE_INFINITY, (key) => 64 + 2 * key.length);
+    this.pods = new BoundedLru(limits.entries, share(limits, 'pods'), sized);
+    this.services = new BoundedLru(limits.entries, share(limits, 'services'), sized);
+    this.claimants = new BoundedLru(limits.entries, share(limits, 'claimants'), sized);
+    this.endedPeers = new BoundedLru(ENDED_PEER_APPS, Number.POSITIVE_INFINITY, (key) => ENTRY_OVERHEAD_BYTES + stringBytes(key));
   }
 
   /** Counts of our Services under way, by namespace. */

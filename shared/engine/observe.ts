@@ -12,7 +12,7 @@ import { OUR_SERVICES_SELECTOR, type ServiceFact, appServicesSelector, serviceFa
 import { type PodFact, podFact } from '../model/spark-pod.ts';
 import type { Facts, Need, SlotFacts, SlotKey } from '../rules/decide.ts';
 import { type Observation, ReadOrder, remembered, sharedReadIsFresh } from '../rules/observation.ts';
-import { LOOK_AFRESH, type Look, markedButHintedRunning } from '../rules/plan.ts';
+import { LOOK_AFRESH, type Look, claimantWindowSlots, markedButHintedRunning } from '../rules/plan.ts';
 import type { ReconcileContext } from './context.ts';
 import { appCacheKey, podKey, slotCacheKey } from './memory.ts';
 import { chunks, groupByApp, inParallel, slotKey } from './batching.ts';
@@ -248,8 +248,7 @@ export class FactView {
     const window = this.windowOpened ? 0 : this.look.claimantWindow;
     if (window > 0 && slots.length === 1) {
       this.windowOpened = true;
-      const first = BigInt(slots[0]!.execId);
-      for (let i = 1n; i <= BigInt(window); i++) ids.add((first + i).toString());
+      for (const slot of claimantWindowSlots(slots[0]!, window)) ids.add(slot.execId);
     }
     await this.ctx.facts.claimantReads.start(readKey, this.now(), ids, () => this.listClaimantIds(appId, ids, requested)).result;
   }

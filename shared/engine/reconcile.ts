@@ -12,6 +12,7 @@ import type { ServiceOutcome } from '../rules/outcome.ts';
 import { apply } from './apply.ts';
 import type { ReconcileContext } from './context.ts';
 import { CONCURRENCY, FactView } from './observe.ts';
+import { claimantWindowSlots } from '../rules/plan.ts';
 import { inParallel, uniqueSlots } from './batching.ts';
 import type { ReconcileRequest } from './request.ts';
 import type { SlotHolder } from './slot-locks.ts';
@@ -52,9 +53,13 @@ async function reconcileHeld(ctx: ReconcileContext, request: ReconcileRequest, h
   const view = new FactView(ctx, request);
   const outcomes: ServiceOutcome[] = [];
   let pending: SlotKey[] = uniqueSlots(request.slots);
-  if (request.look?.readServicesFirst === true) {
+  const look = request.look;
+  if (look?.readServicesFirst === true) {
+    // The window the claimant list will cover (one slot asked: an event's) is read with it, so
+    // that the window's claimed slots are decided from their Services, not created blind.
+    const window = pending.length === 1 && look.claimantWindow > 0 ? claimantWindowSlots(pending[0]!, look.claimantWindow) : [];
     await view.read(
-      pending.map((slot): Need => ({ kind: 'service', slot })),
+      [...pending, ...window].map((slot): Need => ({ kind: 'service', slot })),
       [],
     );
     // A marked Service whose recorded executor the caller's list showed running (a sweep page):

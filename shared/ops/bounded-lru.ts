@@ -12,7 +12,11 @@ export class BoundedLru<V> {
   private totalBytes = 0;
   private evicted = 0;
 
-  constructor(capacity: number, maxBytes = Number.POSITIVE_INFINITY, sizeOf: (key: string, value: V) => number = (key) => 2 * key.length) {
+  constructor(
+    capacity: number,
+    maxBytes = Number.POSITIVE_INFINITY,
+    sizeOf: (key: string, value: V) => number = (key) => stringBytes(key),
+  ) {
     if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError(`capacity must be a positive integer, got ${capacity}`);
     if (!(maxBytes > 0)) throw new RangeError(`maxBytes must be positive, got ${maxBytes}`);
     this.capacity = capacity;
@@ -59,7 +63,7 @@ export class BoundedLru<V> {
     return this.entries.size;
   }
 
-  /** Estimated bytes held (keys and values as UTF-16 strings, plus per-entry overhead). */
+  /** Estimated bytes held (as the sizeOf given; estimateBytes for the fact caches). */
   get bytes(): number {
     return this.totalBytes;
   }
@@ -70,15 +74,34 @@ export class BoundedLru<V> {
   }
 }
 
-/** Estimated heap bytes of a plain value: UTF-16 strings, 8 bytes a number, 64 bytes an object or array. */
-export function estimateBytes(value: unknown): number {
-  if (typeof value === 'string') return 16 + 2 * value.length;
-  if (typeof value === 'number' || typeof value === 'boolean' || value === null || value === undefined) return 8;
-  if (Array.isArray(value)) return value.reduce<number>((sum, item) => sum + 8 + estimateBytes(item), 64);
-  if (typeof value === 'object') {
-    let sum = 64;
-    for (const [key, inner] of Object.entries(value)) sum += 8 + 2 * key.length + estimateBytes(inner);
-    return sum;
+/**
+ * Heap bytes of a plain value as V8 lays it out on 64-bit Node (no pointer compression):
+ * strings 16 bytes of header and one byte a character (two when any is beyond Latin-1), rounded
+ * up to 8; objects 24 bytes of header and an 8-byte slot a property (the property names live in
+ * the shared hidden class); arrays 32 bytes and a 16-byte backing store with a slot an element;
+ * numbers that are not small integers a 16-byte box; booleans, null and undefined nothing beyond
+ * their slot. Checked against the live heap by test/unit/fact-sizes.test.ts.
+ */
+export function estimateBytes(value: unknown, seen: Set<unknown> = new Set()): number {
+  // Counted once: an object referenced twice (a fact's identity shares its executor and owner)
+  // and, as an approximation, equal strings within one value (most are the same string).
+  if (seen.has(value)) return 0;
+  if (typeof value === 'string') {
+    seen.add(value);
+    return stringBytes(value);
   }
-  return 64;
+  if (typeof value === 'number') return Number.isInteger(value) && Math.abs(value) < 2 ** 31 ? 0 : 16;
+  if (typeof value !== 'object' || value === null) return 0;
+  seen.add(value);
+  if (Array.isArray(value)) return value.reduce<number>((sum, item) => sum + 8 + estimateBytes(item, seen), 48);
+  let sum = 24;
+  for (const inner of Object.values(value)) sum += 8 + estimateBytes(inner, seen);
+  return sum;
+}
+
+/** A string's heap bytes (see estimateBytes). */
+export function stringBytes(value: string): number {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: Latin-1 is the range one-byte strings hold
+  const perChar = /^[\u0000-\u00ff]*$/.test(value) ? 1 : 2;
+  return 16 + Math.ceil((perChar * value.length) / 8) * 8;
 }

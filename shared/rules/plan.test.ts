@@ -325,3 +325,28 @@ describe('a driver event that says it runs: are its executors looked at (a late 
     expect(driverOptInLook(hint, remembered, mode).look).toBe(look);
   });
 });
+
+// Issue 18: a miss costs reads, never a blind create. Rows of "Services read first".
+describe('Services read before deciding', () => {
+  const running = executor('8', { running: true });
+  const cases: ReadonlyArray<readonly [string, { update?: boolean; goneHint?: boolean; remembered?: Partial<RememberedNearby> }, boolean]> =
+    [
+      ['an update of a running executor the process remembers nothing of: read first', { update: true }, true],
+      ['the add of a running executor the process remembers nothing of: optimistic create (a new executor)', { update: false }, false],
+      ['an update of a running executor whose pod is remembered: no', { update: true, remembered: { pod: running } }, false],
+      [
+        'an update of a running executor whose Service is remembered: no',
+        { update: true, remembered: { service: serviceFor('8') } },
+        false,
+      ],
+      ['an update that says the executor went: no (its slot is read afresh anyway)', { update: true, goneHint: true }, false],
+    ];
+  it.each(cases)('%s', (_name, c, want) => {
+    const p = planExecutorEvent(
+      { hint: running, slot: { appId: APP, execId: '8' }, goneHint: c.goneHint ?? false, update: c.update },
+      { ...nothing, ...c.remembered },
+      NOW,
+    );
+    expect(p.look.readServicesFirst).toBe(want);
+  });
+});

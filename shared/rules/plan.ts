@@ -36,6 +36,12 @@ export interface Trust {
 
 export const TRUST_NOTHING: Trust = { services: false, pods: { remembered: false }, claimantsOf: [] };
 
+/** The exec ids after a slot that its claimant list covers too (Spark numbers executors in order). */
+export function claimantWindowSlots(slot: SlotKey, window: number): SlotKey[] {
+  const first = BigInt(slot.execId);
+  return Array.from({ length: window }, (_, i) => ({ appId: slot.appId, execId: (first + BigInt(i + 1)).toString() }));
+}
+
 /** How the engine looks at one request's slots. */
 export interface Look {
   readonly trust: Trust;
@@ -52,7 +58,7 @@ export interface Look {
    * queue behind a sweep's chunk.)
    */
   readonly coordinate: boolean;
-  /** Read every slot's Service before deciding (when most of them are expected to exist). */
+  /** Read every slot's Service before deciding, and those of the claimant window (when most of them are expected to exist). */
   readonly readServicesFirst: boolean;
 }
 
@@ -83,6 +89,8 @@ export interface ExecutorEvent {
   readonly slot: SlotKey;
   /** The event says the executor went: a delete, or a terminal phase. */
   readonly goneHint: boolean;
+  /** An update (of a pod that existed before): not the add of a new executor, whose Service rarely exists yet. */
+  readonly update?: boolean;
 }
 
 export interface ExecutorPlan {
@@ -116,6 +124,12 @@ export function planExecutorEvent(event: ExecutorEvent, remembered: RememberedNe
   // The peers' executors are read afresh too: only the list of their pods can show them ended.
   const readAfresh = [...new Set([hint.name, ...(peers?.executors ?? []), ...peerOwner])];
   const claimantsTrusted = agrees && serviceAgrees;
+  // A running executor this process remembers nothing of (its memory held fewer executors than
+  // run): its Service most
+  // likely exists. Reading the Services first (the slot's and its window's, one list) makes such a
+  // miss cost reads, never a create that fails (409) and is then read (issue 18).
+  // An add keeps the optimistic create: a new executor's Service rarely exists (a scale-up).
+  const forgotten = event.update === true && !goneHint && hint.running && remembered.pod === undefined && service === undefined;
   return {
     slots: [slot, ...(peers?.slots ?? [])],
     peers: peers?.slots ?? [],
@@ -128,7 +142,7 @@ export function planExecutorEvent(event: ExecutorEvent, remembered: RememberedNe
       claimantWindow: goneHint ? 0 : LOOK.claimantWindow,
       shareLists: !goneHint,
       coordinate: true,
-      readServicesFirst: false,
+      readServicesFirst: forgotten,
     },
   };
 }

@@ -1,4 +1,4 @@
-import { FactCache } from '../engine/memory.ts';
+import { DEFAULT_FACT_CACHE_LIMITS, FactCache, type FactCacheLimits } from '../engine/memory.ts';
 import { SweepCursor } from './sweep-cursor.ts';
 
 /**
@@ -10,6 +10,6 @@ export interface ProcessCaches {
   readonly sweepCursor: SweepCursor;
 }
 
-export function newProcessCaches(): ProcessCaches {
-  return { facts: new FactCache(), sweepCursor: new SweepCursor() };
+export function newProcessCaches(limits: FactCacheLimits = DEFAULT_FACT_CACHE_LIMITS): ProcessCaches {
+  return { facts: new FactCache(limits), sweepCursor: new SweepCursor() };
 }
