@@ -124,6 +124,11 @@ export class FactView {
     return markedButHintedRunning(this.services.values(), this.pods);
   }
 
+  /** Slots whose Service this view has not read and the process does not remember. */
+  unknownServices(slots: readonly SlotKey[]): SlotKey[] {
+    return slots.filter((slot) => !this.services.has(slotKey(slot)) && this.ctx.facts.services.peek(this.serviceKey(slot)) === undefined);
+  }
+
   takeClaimedWindowSlots(): SlotKey[] {
     return this.claimedWindowSlots.splice(0);
   }

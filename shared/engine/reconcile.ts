@@ -97,6 +97,12 @@ async function reconcileHeld(ctx: ReconcileContext, request: ReconcileRequest, h
     // The window's slots that the list found claimed are decided with the rest, once — except
     // those another event of this process is deciding (concurrent deliveries: Broker, sweep).
     const claimed = view.takeClaimedWindowSlots();
+    if (look?.readWindowServices === true) {
+      await view.read(
+        view.unknownServices(claimed).map((slot): Need => ({ kind: 'service', slot })),
+        [],
+      );
+    }
     pending = uniqueSlots([...pending, ...(holder === undefined ? claimed : holder.holdFree(claimed))]);
   }
   if (pending.length > 0) {

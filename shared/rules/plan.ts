@@ -60,6 +60,8 @@ export interface Look {
   readonly coordinate: boolean;
   /** Read every slot's Service before deciding, and those of the claimant window (when most of them are expected to exist). */
   readonly readServicesFirst: boolean;
+  /** The claimant window's claimed slots whose Services this process does not know are read before they are decided (an update: their Services most likely exist). */
+  readonly readWindowServices?: boolean;
 }
 
 /** A sweep page, a driver's end, a Reference-mode delete: everything read, nothing shared, nobody waited for. */
@@ -143,6 +145,8 @@ export function planExecutorEvent(event: ExecutorEvent, remembered: RememberedNe
       shareLists: !goneHint,
       coordinate: true,
       readServicesFirst: forgotten,
+      // The window's executors ran before this update: a Service of theirs the process forgot is read, not created blind (409).
+      readWindowServices: event.update === true && !goneHint,
     },
   };
 }
