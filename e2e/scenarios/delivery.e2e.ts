@@ -11,6 +11,7 @@ import { rawGet } from '../adapter/kube-access.ts';
 import type { RecordedRequest } from '../adapter/recording-proxy.ts';
 import { type ScenarioCluster, scenarioCluster } from './cluster.ts';
 import { realInvariantProblems } from './invariant-real.ts';
+import { waitUntil } from './observe.ts';
 import { type Plane, startPlane } from './plane.ts';
 import { writeJsonReport, writeReportFile } from './report-file.ts';
 import { comparisonTable, compareWithOurSenders, type SenderComparison } from './sender-diff.ts';
@@ -27,16 +28,6 @@ const eventsFor = (name: string, from = 0): RecordedRequest[] =>
   plane.proxy.requests.slice(from).filter((r) => r.headers['ce-subject'] === subjectOf(name));
 const typeSuffix = (r: RecordedRequest): string => (r.headers['ce-type'] ?? '').replace(/^dev\.knative\.apiserver\.(resource|ref)\./, '');
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-async function waitUntil<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 async function serviceOf(appId: string, execId: number): Promise<Record<string, unknown> | undefined> {
   const list = (await rawGet(

@@ -12,6 +12,7 @@ import { NS } from '../../test/support/audited.ts';
 import { rawGet } from '../adapter/kube-access.ts';
 import { type ScenarioCluster, scenarioCluster } from './cluster.ts';
 import { realInvariantProblems } from './invariant-real.ts';
+import { runningPodIP, serviceEndpoints, waitUntil } from './observe.ts';
 import { type Plane, startPlane } from './plane.ts';
 import { writeJsonReport } from './report-file.ts';
 import {
@@ -33,16 +34,6 @@ let podIpSeq = 100;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const finishFile = (appId: string): string => `/tmp/spark-exec-svc-e2e-${process.pid}-${appId}.finished`;
 
-async function waitUntil<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(100);
-  }
-}
-
 interface Svc {
   metadata: { name: string; uid: string; annotations?: Record<string, string>; ownerReferences?: Array<{ name: string; uid: string }> };
   spec: { clusterIP: string; ports: Array<{ port: number }> };
@@ -57,22 +48,11 @@ async function serviceOf(appId: string, execId: number): Promise<Svc | undefined
 }
 
 async function readyEndpoints(serviceName: string): Promise<string[]> {
-  const list = (await rawGet(
-    cluster.endpoints.admin,
-    `/apis/discovery.k8s.io/v1/namespaces/${NS}/endpointslices?labelSelector=kubernetes.io%2Fservice-name%3D${serviceName}`,
-  )) as {
-    items: Array<{ endpoints?: Array<{ addresses: string[]; conditions?: { ready?: boolean } }> }>;
-  };
-  return list.items.flatMap((s) => (s.endpoints ?? []).filter((e) => e.conditions?.ready !== false).flatMap((e) => e.addresses));
+  return (await serviceEndpoints(cluster.endpoints.admin, NS, serviceName)).filter((e) => e.ready).map((e) => e.address);
 }
 
-async function podIP(name: string): Promise<string> {
-  return waitUntil(`pod ${name} running with an IP`, 60_000, async () => {
-    const pod = (await rawGet(cluster.endpoints.admin, `/api/v1/namespaces/${NS}/pods/${name}`)) as {
-      status?: { phase?: string; podIP?: string };
-    };
-    return pod.status?.phase === 'Running' && pod.status.podIP !== undefined ? pod.status.podIP : undefined;
-  });
+function podIP(name: string): Promise<string> {
+  return runningPodIP(cluster.endpoints.admin, NS, name);
 }
 
 async function running(plane: Plane, body: Record<string, unknown>): Promise<PodRef> {

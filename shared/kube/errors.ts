@@ -41,6 +41,14 @@ function describe(call: CallDescription): string {
   return `${call.verb} ${call.resource}${call.name === undefined ? '' : ` "${call.name}"`} in namespace "${call.namespace}"`;
 }
 
+/**
+ * The message of a ResourceQuota refusal as kube-apiserver v1.34.4 words it: admission.NewForbidden
+ * (`services "<name>" is forbidden: `) around "exceeded quota: <quota>, requested: …, used: …,
+ * limited: …" (k8s.io/apiserver v0.34.4 pkg/admission/plugin/resourcequota/controller.go; measured
+ * in e2e/scenarios/limits.e2e.ts).
+ */
+const QUOTA_REFUSAL = /(^|is forbidden: )exceeded quota: /;
+
 /** Turns whatever client-node (and undici under it) threw into a KubeApiError. */
 export function toKubeApiError(error: unknown, call: CallDescription): KubeApiError {
   if (error instanceof KubeApiError) return error;
@@ -50,6 +58,19 @@ export function toKubeApiError(error: unknown, call: CallDescription): KubeApiEr
     const reason = status?.reason ?? `HTTP${code}`;
     const detail = status?.message ?? `HTTP ${code}`;
     const retryAfterMs = parseRetryAfter((error as { headers?: unknown }).headers);
+    // A ResourceQuota refusal is a 403 too, reason Forbidden: not a missing
+    // permission. Final as well (not retried here; the adapter does not retry a 500 either,
+    // cloudevents sdk-go v2.16.1 protocol/http defaultRetriableErrors): once the quota is raised,
+    // the sweep creates what is missing.
+    if (code === 403 && QUOTA_REFUSAL.test(detail)) {
+      return new KubeApiError(
+        `refused by a ResourceQuota: ${describe(call)} — raise the quota of that namespace; the sweep then creates what is missing (${detail})`,
+        code,
+        reason,
+        false,
+        undefined,
+      );
+    }
     if (code === 403) {
       return new KubeApiError(
         `forbidden: ${describe(call)} — the function's ServiceAccount needs RBAC verb "${call.verb}" on "${call.resource}" in that namespace (${detail})`,

@@ -32,6 +32,7 @@ const EnvSchema = z.object({
   MAX_BODY_BYTES: intFromEnv(1024, 64 * 1024 * 1024).default(1024 * 1024),
   SWEEP_PAGE_SIZE: intFromEnv(1, 5_000).default(500),
   MAX_SERVICES_PER_NAMESPACE: intFromEnv(1, 1_000_000).default(2_000),
+  MAX_SERVICES_RECOUNT_MARGIN: intFromEnv(0, 1_000_000).default(200),
   // The HTTP edge (request bounds, sweep coalescing, sender authentication): shared/edge-config.ts.
   ...EDGE_ENV,
 });
@@ -71,6 +72,11 @@ export interface Config extends EdgeConfig {
   readonly sweepPageSize: number;
   /** Creates stop (skipped, with the reason) once the namespace holds this many Services of ours. */
   readonly maxServicesPerNamespace: number;
+  /**
+   * A create that would bring a remembered count (up to 60 s old, blind to other instances' creates)
+   * within this many of the cap counts afresh first (issue 17, class 5).
+   */
+  readonly maxServicesRecountMargin: number;
   /** How old a remembered "this pod runs" may be to justify creating a Service (never anything that hurts). */
   readonly factTtlMs: number;
 }
@@ -121,6 +127,7 @@ export function loadConfig(
     maxBodyBytes: e.MAX_BODY_BYTES,
     sweepPageSize: e.SWEEP_PAGE_SIZE,
     maxServicesPerNamespace: e.MAX_SERVICES_PER_NAMESPACE,
+    maxServicesRecountMargin: e.MAX_SERVICES_RECOUNT_MARGIN,
     factTtlMs: FACT_TTL_MS,
     ...edge.config,
   };

@@ -14,7 +14,13 @@ const NS = 'spark';
 const APP = 'spark-0123456789abcdef0123456789abcdef';
 const SVC = `svc-${APP}-exec-1`;
 const NOW = Date.parse('2026-12-03T12:00:00Z');
-const RULES: Rules = { optInMode: 'label', cooldownSeconds: 300, maxServicesPerNamespace: 100, factTtlMs: 10_000 };
+const RULES: Rules = {
+  optInMode: 'label',
+  cooldownSeconds: 300,
+  maxServicesPerNamespace: 100,
+  maxServicesRecountMargin: 10,
+  factTtlMs: 10_000,
+};
 const DRIVER = { name: 'pi-driver', uid: 'driver-uid' };
 const EXEC = { name: 'pi-exec-1', uid: 'exec-uid' };
 
@@ -280,6 +286,18 @@ describe('creating: only for an executor the API server shows running, with a ru
       { ...base, count: 100, countRemembered: true },
       'need service-count',
     ],
+    // Issue 17, class 5: a remembered count misses other instances' creates. Cap 100, margin 10.
+    [
+      'remembered count 89: this create stays under cap − margin → created without a count',
+      { ...base, count: 89, countRemembered: true },
+      'create',
+    ],
+    [
+      'remembered count 90: this create would cross cap − margin → count again first',
+      { ...base, count: 90, countRemembered: true },
+      'need service-count',
+    ],
+    ['counted now 99, within the margin → created', { ...base, count: 99 }, 'create'],
   ])('%s', (_name, world, expected) => {
     expect(outcome(world)).toBe(expected);
   });

@@ -57,7 +57,7 @@ export interface Facts {
   readonly ourServiceCount: Observation<number> | undefined;
 }
 
-export type Rules = Pick<Config, 'optInMode' | 'cooldownSeconds' | 'maxServicesPerNamespace' | 'factTtlMs'>;
+export type Rules = Pick<Config, 'optInMode' | 'cooldownSeconds' | 'maxServicesPerNamespace' | 'maxServicesRecountMargin' | 'factTtlMs'>;
 
 export type Action =
   | {
@@ -279,9 +279,12 @@ function decideSlot(facts: Facts, slot: SlotFacts, rules: Rules, now: number): S
     }
     const { identity, port } = eligible[0]!;
     if (facts.ourServiceCount === undefined) return { needs: [{ kind: 'service-count' }] };
+    // A remembered count misses other instances' creates (issue 17, class 5: two instances made 19
+    // Services under a cap of 10): a create that would bring it within the margin of the cap counts afresh.
+    if (!facts.ourServiceCount.fresh && facts.ourServiceCount.value + 1 > rules.maxServicesPerNamespace - rules.maxServicesRecountMargin) {
+      return { needs: [{ kind: 'service-count' }] };
+    }
     if (facts.ourServiceCount.value >= rules.maxServicesPerNamespace) {
-      // Garbage collection and other instances lower the count unseen: count again before refusing.
-      if (!facts.ourServiceCount.fresh) return { needs: [{ kind: 'service-count' }] };
       return report(
         'skipped',
         `namespace ${facts.namespace} holds ${facts.ourServiceCount.value} Services of ours, the cap is ${rules.maxServicesPerNamespace} (MAX_SERVICES_PER_NAMESPACE)`,

@@ -143,6 +143,7 @@ const CONFIG = {
   sweepDeadlineMs: 20_000,
   sweepPageSize: 500,
   maxServicesPerNamespace: 2000,
+  maxServicesRecountMargin: 200,
   factTtlMs: 10_000,
 } as unknown as Config;
 

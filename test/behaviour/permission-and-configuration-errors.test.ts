@@ -57,6 +57,30 @@ describe('a 403 names the missing permission', () => {
   );
 });
 
+describe('a ResourceQuota refusal is not reported as a missing permission', () => {
+  it('403 "exceeded quota" on create services: answered 500 (final: not retried), logged as a quota refusal naming the quota', async () => {
+    const h = await audited();
+    const appId = sparkAppId(10);
+    const driver = h.createPod(driverPod({ namespace: NS, appId, name: 'q-driver' }));
+    const exec = h.createPod(
+      executorPod({ namespace: NS, appId, execId: '1', name: 'q-exec-1', driver: { name: 'q-driver', uid: driver.metadata.uid! } }),
+    );
+    // The real API server's refusal (kube-apiserver v1.34.4, ResourceQuota admission; measured in e2e/scenarios/limits.e2e.ts).
+    const refusal =
+      'services "svc-q" is forbidden: exceeded quota: spark-services, requested: count/services=1, used: count/services=1, limited: count/services=1';
+    h.emulator.faults.add({ verb: 'create', resource: 'services', fault: { kind: 'status', code: 403, message: refusal } });
+    const reply = await h.send('add', exec);
+    expect(reply.status).toBe(500);
+    const error = JSON.parse(reply.text).error as string;
+    expect(error).toContain(`refused by a ResourceQuota: create services`);
+    expect(error).toContain(`in namespace "${NS}"`);
+    expect(error).toContain(refusal);
+    expect(error).not.toMatch(/RBAC/);
+    expect(logsMatching(h, /refused by a ResourceQuota/, ['error'])).toHaveLength(1);
+    expect(h.metrics.retries).toBe(0);
+  });
+});
+
 describe('configuration errors stop start-up', () => {
   const entry = fileURLToPath(new URL('../../functions/executor-service/main.ts', import.meta.url));
   function run(env: Record<string, string>): Promise<{ code: number | null; output: string }> {

@@ -218,6 +218,7 @@ describe('values the docs and comments quote = what ships', () => {
       MAX_BODY_BYTES: `\`${defaults.maxBodyBytes}\``,
       SWEEP_PAGE_SIZE: `\`${defaults.sweepPageSize}\``,
       MAX_SERVICES_PER_NAMESPACE: `\`${defaults.maxServicesPerNamespace}\``,
+      MAX_SERVICES_RECOUNT_MARGIN: `\`${defaults.maxServicesRecountMargin}\``,
       LOG_LEVEL: `\`${defaults.logLevel}\``,
       PORT: `\`${defaults.port}\``,
     };
