@@ -372,17 +372,24 @@ export class Registry implements GcHost {
 
     const pre = options.preconditions;
     if (pre !== undefined) {
+      // k8s.io/apiserver/pkg/registry/rest/delete.go BeforeDelete (v1.34.4): checked before any
+      // deletion, the conflict named by the object's Kind (GroupResource{Resource: gvk.Kind}).
+      const kind = STRATEGIES[resource].kind;
       const wantUid = typeof pre.uid === 'string' ? pre.uid : '';
       if (wantUid !== '' && wantUid !== uidOf(existing)) {
-        throw conflict(resource, name, `Precondition failed: UID in precondition: ${wantUid}, UID in object meta: ${uidOf(existing)}`);
+        throw conflict(
+          kind,
+          name,
+          `the UID in the precondition (${wantUid}) does not match the UID in record (${uidOf(existing)}). The object might have been deleted and then recreated`,
+        );
       }
       const wantRv = typeof pre.resourceVersion === 'string' ? pre.resourceVersion : '';
       const haveRv = str(record(existing['metadata'])['resourceVersion']);
       if (wantRv !== '' && wantRv !== haveRv) {
         throw conflict(
-          resource,
+          kind,
           name,
-          `Precondition failed: ResourceVersion in precondition: ${wantRv}, ResourceVersion in object meta: ${haveRv}`,
+          `the ResourceVersion in the precondition (${wantRv}) does not match the ResourceVersion in record (${haveRv}). The object might have been modified`,
         );
       }
     }
@@ -403,6 +410,17 @@ export class Registry implements GcHost {
       tmeta['deletionTimestamp'] = this.now();
       tmeta['deletionGracePeriodSeconds'] = 0;
       return this.store.put(resource, this.stamp(STRATEGIES[resource], terminating, this.store.nextRevision()), this.now());
+    }
+    if (resource === 'pods' && meta['deletionTimestamp'] === undefined) {
+      // Pods delete gracefully: k8s.io/apiserver/pkg/registry/rest/delete.go BeforeDelete stamps
+      // deletionTimestamp and the grace period (0 for an unscheduled pod, pkg/registry/core/pod/
+      // strategy.go CheckGracefulDelete) before the immediate delete, and the answer carries them.
+      // The emulator always deletes at once (README), so always with grace 0.
+      const stamped = clone(current);
+      const smeta = metadataOf(stamped);
+      smeta['deletionTimestamp'] = this.now();
+      smeta['deletionGracePeriodSeconds'] = 0;
+      return this.finalizeDelete(resource, stamped);
     }
     return this.finalizeDelete(resource, current);
   }

@@ -144,6 +144,48 @@ describe('update and patch', () => {
 });
 
 describe('delete and garbage collection', () => {
+  // Measured against kube-apiserver v1.34.4 (e2e/scenarios/emulator-fidelity.e2e.ts); wording from
+  // k8s.io/apiserver/pkg/registry/rest/delete.go BeforeDelete, the conflict named by the Kind.
+  it('refuses a delete whose uid or resourceVersion precondition does not match, as the real server words it', async () => {
+    const n = ns();
+    const created = await api.createNamespacedService({ namespace: n, body: svcBody('p') });
+    const uid = created.metadata?.uid ?? '';
+    const rv = created.metadata?.resourceVersion ?? '';
+    const wrongUid = await apiError(
+      api.deleteNamespacedService({ namespace: n, name: 'p', body: { preconditions: { uid: '00000000-0000-0000-0000-000000000000' } } }),
+    );
+    expect(wrongUid.code).toBe(409);
+    expect(wrongUid.status).toMatchObject({
+      reason: 'Conflict',
+      message: `Operation cannot be fulfilled on Service "p": the UID in the precondition (00000000-0000-0000-0000-000000000000) does not match the UID in record (${uid}). The object might have been deleted and then recreated`,
+      details: { name: 'p', kind: 'Service' },
+    });
+    const staleRv = await apiError(
+      api.deleteNamespacedService({ namespace: n, name: 'p', body: { preconditions: { uid, resourceVersion: '1' } } }),
+    );
+    expect(staleRv.status).toMatchObject({
+      reason: 'Conflict',
+      message: `Operation cannot be fulfilled on Service "p": the ResourceVersion in the precondition (1) does not match the ResourceVersion in record (${rv}). The object might have been modified`,
+      details: { name: 'p', kind: 'Service' },
+    });
+    await api.deleteNamespacedService({ namespace: n, name: 'p', body: { preconditions: { uid, resourceVersion: rv } } });
+    expect(emu.getObject('services', n, 'p')).toBeUndefined();
+  });
+
+  // Measured against kube-apiserver v1.34.4 (e2e/scenarios/emulator-fidelity.e2e.ts): an unscheduled
+  // pod is deleted at once, and the answer carries the deletionTimestamp BeforeDelete stamped.
+  it('answers a pod delete with the pod stamped for deletion (grace 0), a service delete without', async () => {
+    const n = ns();
+    seedPod(n, 'gone');
+    const deleted = await api.deleteNamespacedPod({ namespace: n, name: 'gone' });
+    expect(deleted.metadata?.deletionTimestamp).toBeInstanceOf(Date);
+    expect(deleted.metadata?.deletionGracePeriodSeconds).toBe(0);
+    expect(emu.getObject('pods', n, 'gone')).toBeUndefined();
+    await api.createNamespacedService({ namespace: n, body: svcBody('s') });
+    const svc = await api.deleteNamespacedService({ namespace: n, name: 's' });
+    expect(JSON.stringify(svc)).not.toContain('deletionTimestamp');
+  });
+
   it('cascades from a driver pod to its executors and their services (background, by UID)', async () => {
     const n = ns();
     const driver = seedPod(n, 'driver', { labels: { 'spark-role': 'driver' } }, { phase: 'Running' });
