@@ -124,9 +124,14 @@ export class FactView {
     return markedButHintedRunning(this.services.values(), this.pods);
   }
 
-  /** Slots whose Service this view has not read and the process does not remember. */
-  unknownServices(slots: readonly SlotKey[]): SlotKey[] {
-    return slots.filter((slot) => !this.services.has(slotKey(slot)) && this.ctx.facts.services.peek(this.serviceKey(slot)) === undefined);
+  /** Slots a listed pod claims whose Service this view has not read and the process does not remember. */
+  claimedUnknownServices(slots: readonly SlotKey[]): SlotKey[] {
+    return slots.filter(
+      (slot) =>
+        (this.claimants.get(slotKey(slot))?.value.length ?? 0) > 0 &&
+        !this.services.has(slotKey(slot)) &&
+        this.ctx.facts.services.peek(this.serviceKey(slot)) === undefined,
+    );
   }
 
   takeClaimedWindowSlots(): SlotKey[] {

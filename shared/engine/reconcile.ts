@@ -12,7 +12,6 @@ import type { ServiceOutcome } from '../rules/outcome.ts';
 import { apply } from './apply.ts';
 import type { ReconcileContext } from './context.ts';
 import { CONCURRENCY, FactView } from './observe.ts';
-import { claimantWindowSlots } from '../rules/plan.ts';
 import { inParallel, uniqueSlots } from './batching.ts';
 import type { ReconcileRequest } from './request.ts';
 import type { SlotHolder } from './slot-locks.ts';
@@ -55,11 +54,8 @@ async function reconcileHeld(ctx: ReconcileContext, request: ReconcileRequest, h
   let pending: SlotKey[] = uniqueSlots(request.slots);
   const look = request.look;
   if (look?.readServicesFirst === true) {
-    // The window the claimant list will cover (one slot asked: an event's) is read with it, so
-    // that the window's claimed slots are decided from their Services, not created blind.
-    const window = pending.length === 1 && look.claimantWindow > 0 ? claimantWindowSlots(pending[0]!, look.claimantWindow) : [];
     await view.read(
-      [...pending, ...window].map((slot): Need => ({ kind: 'service', slot })),
+      pending.map((slot): Need => ({ kind: 'service', slot })),
       [],
     );
     // A marked Service whose recorded executor the caller's list showed running (a sweep page):
@@ -97,13 +93,15 @@ async function reconcileHeld(ctx: ReconcileContext, request: ReconcileRequest, h
     // The window's slots that the list found claimed are decided with the rest, once — except
     // those another event of this process is deciding (concurrent deliveries: Broker, sweep).
     const claimed = view.takeClaimedWindowSlots();
-    if (look?.readWindowServices === true) {
+    pending = uniqueSlots([...pending, ...(holder === undefined ? claimed : holder.holdFree(claimed))]);
+    if (look?.readClaimedServices === true) {
+      // Executors that ran before this update: a Service of theirs the process does not know is
+      // read before deciding, not created blind (a create that fails with 409, then a read).
       await view.read(
-        view.unknownServices(claimed).map((slot): Need => ({ kind: 'service', slot })),
+        view.claimedUnknownServices(pending).map((slot): Need => ({ kind: 'service', slot })),
         [],
       );
     }
-    pending = uniqueSlots([...pending, ...(holder === undefined ? claimed : holder.holdFree(claimed))]);
   }
   if (pending.length > 0) {
     throw new FactsKeptChangingError(

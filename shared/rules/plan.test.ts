@@ -326,20 +326,20 @@ describe('a driver event that says it runs: are its executors looked at (a late 
   });
 });
 
-// Issue 18: a miss costs reads, never a blind create. Rows of "Services read first".
-describe('Services read before deciding', () => {
+// Issue 18: a miss costs reads, never a blind create. Which events read the unknown Services of
+// the slots a list shows claimed before deciding them.
+describe('Services of claimed slots read before deciding', () => {
   const running = executor('8', { running: true });
   const cases: ReadonlyArray<readonly [string, { update?: boolean; goneHint?: boolean; remembered?: Partial<RememberedNearby> }, boolean]> =
     [
-      ['an update of a running executor the process remembers nothing of: read first', { update: true }, true],
-      ['the add of a running executor the process remembers nothing of: optimistic create (a new executor)', { update: false }, false],
-      ['an update of a running executor whose pod is remembered: no', { update: true, remembered: { pod: running } }, false],
+      ['an update of a running executor the process remembers nothing of', { update: true }, true],
       [
-        'an update of a running executor whose Service is remembered: no',
-        { update: true, remembered: { service: serviceFor('8') } },
-        false,
+        'an update of a running executor whose pod is remembered (its window may hold forgotten ones)',
+        { update: true, remembered: { pod: running } },
+        true,
       ],
-      ['an update that says the executor went: no (its slot is read afresh anyway)', { update: true, goneHint: true }, false],
+      ['the add of an executor: optimistic create (a new executor’s Service rarely exists)', { update: false }, false],
+      ['an update that says the executor went: its slot is read afresh anyway', { update: true, goneHint: true }, false],
     ];
   it.each(cases)('%s', (_name, c, want) => {
     const p = planExecutorEvent(
@@ -347,6 +347,7 @@ describe('Services read before deciding', () => {
       { ...nothing, ...c.remembered },
       NOW,
     );
-    expect(p.look.readServicesFirst).toBe(want);
+    expect(p.look.readClaimedServices === true).toBe(want);
+    expect(p.look.readServicesFirst).toBe(false);
   });
 });

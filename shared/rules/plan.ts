@@ -58,10 +58,13 @@ export interface Look {
    * queue behind a sweep's chunk.)
    */
   readonly coordinate: boolean;
-  /** Read every slot's Service before deciding, and those of the claimant window (when most of them are expected to exist). */
+  /** Read every slot's Service before deciding (when most of them are expected to exist). */
   readonly readServicesFirst: boolean;
-  /** The claimant window's claimed slots whose Services this process does not know are read before they are decided (an update: their Services most likely exist). */
-  readonly readWindowServices?: boolean;
+  /**
+   * Slots a listed pod claims whose Services this process does not know are read before they are
+   * decided (an update: its executor and the window's ran before, so their Services most likely exist).
+   */
+  readonly readClaimedServices?: boolean;
 }
 
 /** A sweep page, a driver's end, a Reference-mode delete: everything read, nothing shared, nobody waited for. */
@@ -126,12 +129,6 @@ export function planExecutorEvent(event: ExecutorEvent, remembered: RememberedNe
   // The peers' executors are read afresh too: only the list of their pods can show them ended.
   const readAfresh = [...new Set([hint.name, ...(peers?.executors ?? []), ...peerOwner])];
   const claimantsTrusted = agrees && serviceAgrees;
-  // A running executor this process remembers nothing of (its memory held fewer executors than
-  // run): its Service most
-  // likely exists. Reading the Services first (the slot's and its window's, one list) makes such a
-  // miss cost reads, never a create that fails (409) and is then read (issue 18).
-  // An add keeps the optimistic create: a new executor's Service rarely exists (a scale-up).
-  const forgotten = event.update === true && !goneHint && hint.running && remembered.pod === undefined && service === undefined;
   return {
     slots: [slot, ...(peers?.slots ?? [])],
     peers: peers?.slots ?? [],
@@ -144,9 +141,13 @@ export function planExecutorEvent(event: ExecutorEvent, remembered: RememberedNe
       claimantWindow: goneHint ? 0 : LOOK.claimantWindow,
       shareLists: !goneHint,
       coordinate: true,
-      readServicesFirst: forgotten,
-      // The window's executors ran before this update: a Service of theirs the process forgot is read, not created blind (409).
-      readWindowServices: event.update === true && !goneHint,
+      readServicesFirst: false,
+      // An update names an executor that existed before, and its window executors that ran before
+      // it: a Service of theirs the process forgot (its memory held fewer executors than run) is
+      // read once a list shows them, never created blind — a miss costs a read, not a create that
+      // fails (409) and a read (issue 18). An add keeps the optimistic create (a new executor's
+      // Service rarely exists), and a forged update of a pod that does not exist costs no more.
+      readClaimedServices: event.update === true && !goneHint,
     },
   };
 }

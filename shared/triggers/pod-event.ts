@@ -64,9 +64,6 @@ export async function reconcilePodEvent(ctx: ReconcileContext, verb: Verb, pod: 
     namespace,
     slots: plan.slots,
     read: readNow === undefined ? undefined : { pods: [readNow] },
-    // Services read first (an executor this process forgot): what the event claims is a hint that
-    // a mark found on its Service may be wrong — the executor is then read, not the mark believed.
-    ...(readNow === undefined && plan.look.readServicesFirst ? { hintPods: [hint] } : {}),
     look: plan.look,
   });
   if (plan.peers.length > 0) {
