@@ -101,7 +101,6 @@ export function estimateBytes(value: unknown, seen: Set<unknown> = new Set()): n
 
 /** A string's heap bytes (see estimateBytes). */
 export function stringBytes(value: string): number {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: Latin-1 is the range one-byte strings hold
   const perChar = /^[\u0000-\u00ff]*$/.test(value) ? 1 : 2;
   return 16 + Math.ceil((perChar * value.length) / 8) * 8;
 }
