@@ -8,7 +8,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { sparkAppId } from '../../testkit/spark-pods.ts';
-import { NS, audited, useAudit } from '../support/audited.ts';
+import { audited, useAudit } from '../support/audited.ts';
 import { app, check, instanceWithCaches, ok, ours, sendTo } from './support/steps.ts';
 
 useAudit();
