@@ -8,8 +8,9 @@
  */
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { expect, test } from 'vitest';
-import { EXECUTOR_FACT_BYTES } from '../../shared/engine/memory.ts';
+import { describe, expect, it, test } from 'vitest';
+import { EXECUTOR_FACT_BYTES, sizeFactCache } from '../../shared/engine/memory.ts';
+import { containerMemoryLimitBytes } from '../../shared/ops/memory-limit.ts';
 
 const script = fileURLToPath(new URL('../support/fact-heap.ts', import.meta.url));
 
@@ -23,4 +24,42 @@ test('each kind of fact is estimated within -10 %/+35 % of its live heap, and fi
     expect(ratio, `${kind}: estimated ${estimatedPerEntry} B, live heap ${realPerEntry} B per entry`).toBeLessThanOrEqual(1.35);
     expect(EXECUTOR_FACT_BYTES[kind], `${kind}: room per executor vs live heap`).toBeGreaterThanOrEqual(realPerEntry);
   }
+});
+
+describe('the memory limit the kernel enforces', () => {
+  const files =
+    (map: Record<string, string>) =>
+    (path: string): string => {
+      const text = map[path];
+      if (text === undefined) throw new Error(`ENOENT: ${path}`);
+      return text;
+    };
+  it.each([
+    ['cgroup v2 with a limit (256Mi)', { '/sys/fs/cgroup/memory.max': '268435456\n' }, 268_435_456],
+    ['cgroup v2 without one', { '/sys/fs/cgroup/memory.max': 'max\n' }, undefined],
+    ['cgroup v1 with a limit', { '/sys/fs/cgroup/memory/memory.limit_in_bytes': '536870912\n' }, 536_870_912],
+    ['cgroup v1 without one (page-rounded 2^63)', { '/sys/fs/cgroup/memory/memory.limit_in_bytes': '9223372036854771712\n' }, undefined],
+    ['no cgroup files', {}, undefined],
+  ] as const)('%s', (_name, map, want) => {
+    expect(containerMemoryLimitBytes(files(map))).toBe(want);
+  });
+});
+
+describe('memory sized by what it must hold', () => {
+  const MiB = 1024 * 1024;
+  it('holds every executor the cap allows in every watched namespace when the limit has room', () => {
+    const s = sizeFactCache({ maxServicesPerNamespace: 2000, namespaces: ['a', 'b', 'c'] }, 256 * MiB);
+    expect(s.wanted).toBe(6000);
+    expect(s.held).toBe(6000);
+    expect(s.limits.entries).toBeGreaterThanOrEqual(6000);
+    // The three kinds' bytes stay within the facts' third of the limit.
+    expect(s.limits.bytes).toBeLessThanOrEqual(256 * MiB * (1 / 3));
+  });
+  it('holds fewer, and says so, when the limit is too small; without a limit, what the cap allows', () => {
+    const small = sizeFactCache({ maxServicesPerNamespace: 2000, namespaces: ['a'] }, 16 * MiB);
+    expect(small.held).toBeLessThan(small.wanted);
+    expect(small.limits.bytes).toBeLessThanOrEqual((16 * MiB) / 3);
+    const none = sizeFactCache({ maxServicesPerNamespace: 2000, namespaces: ['a'] }, undefined);
+    expect(none.held).toBe(2000);
+  });
 });
