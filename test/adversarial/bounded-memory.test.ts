@@ -4,8 +4,8 @@
  * 253 and owner UIDs of 128, app ids of 63 — over thousands of distinct applications, most of
  * them about pods that do not exist, sent with bounded concurrency to the function running in
  * this process. Its per-process fact cache must stay within its documented ceiling
- * (DEFAULT_FACT_CACHE_LIMITS, the three kinds together), and the live heap after a forced GC may grow between
- * event 1,000 and event 10,000 by no more than that ceiling (≈ 17.5 MiB) plus a 16 MiB margin.
+ * (sized for 1,000 executors: factCacheLimitsFor, the three kinds together), and the live heap after a forced GC may grow between
+ * event 1,000 and event 10,000 by no more than that ceiling (≈ 4.3 MiB) plus a 16 MiB margin.
  *
  * The API-server emulator runs in a child process (bench/lib/procs.ts), so that its own store and
  * request log are not counted in this process's heap; the function is started here with
@@ -23,7 +23,11 @@ import { CoreV1KubeClient } from '../../shared/kube/client.ts';
 import { jsonLogger } from '../../shared/ops/log.ts';
 import { type Metrics, newMetrics } from '../../shared/ops/metrics.ts';
 import { newProcessCaches, type ProcessCaches } from '../../shared/triggers/process-state.ts';
-import { DEFAULT_FACT_CACHE_LIMITS } from '../../shared/engine/memory.ts';
+import { factCacheLimitsFor } from '../../shared/engine/memory.ts';
+
+// A process sized for 1,000 executors (MAX_SERVICES_PER_NAMESPACE × namespaces), so that 10,000
+// hostile events fill it past its bounds.
+const LIMITS = factCacheLimitsFor(1000);
 import { buildKubeConfig } from '../../packages/kube-emulator/kubeconfig.ts';
 import { podEventType, podSubject, postCloudEvent } from '../../testkit/apiserversource.ts';
 import type { PodBody } from '../../testkit/spark-pods.ts';
@@ -44,7 +48,7 @@ const EXECUTORS_PER_EXISTING_APP = 4;
 /** Distinct applications of the events about pods that do not exist. */
 const PHANTOM_APPS = 3_000;
 const MiB = 1024 * 1024;
-const CACHE_CEILING_BYTES = DEFAULT_FACT_CACHE_LIMITS.bytes; // the three kinds together
+const CACHE_CEILING_BYTES = LIMITS.bytes; // the three kinds together
 const HEAP_MARGIN_BYTES = 16 * MiB;
 
 // ---- maximal names ------------------------------------------------------------------------------
@@ -197,7 +201,7 @@ beforeAll(async () => {
     { WATCH_NAMESPACES: NS, BLOCK_MANAGER_PORT: '7079', LOG_LEVEL: 'error', MAX_SERVICES_PER_NAMESPACE: '100000' },
     () => undefined,
   );
-  caches = newProcessCaches();
+  caches = newProcessCaches(LIMITS);
   metrics = newMetrics();
   fn = await startFunctionServer(
     {
@@ -267,7 +271,7 @@ describe('memory: 10,000 hostile events', () => {
       `memory: ${EVENTS} hostile events in ${seconds.toFixed(1)} s (concurrency ${CONCURRENCY}; CPU per event: ${cpuPerEvent.own.toFixed(2)} ms sender + function, ${cpuPerEvent.emulator.toFixed(2)} ms API server), answers ${JSON.stringify(Object.fromEntries(statuses))}; ` +
         `heapUsed after GC: ${(heapAtStart / MiB).toFixed(1)} MiB at 0, ${(heapAtFirst / MiB).toFixed(1)} MiB at ${FIRST_SAMPLE}, ${(heapAtEnd / MiB).toFixed(1)} MiB at ${EVENTS} ` +
         `(growth ${(growth / MiB).toFixed(1)} MiB, allowed ${((CACHE_CEILING_BYTES + HEAP_MARGIN_BYTES) / MiB).toFixed(0)} MiB); ` +
-        `fact cache: ${stats.entries} entries (limit ${3 * DEFAULT_FACT_CACHE_LIMITS.entries}), ${(stats.bytes / MiB).toFixed(2)} MiB estimated (limit ${(CACHE_CEILING_BYTES / MiB).toFixed(0)} MiB), ${stats.evictions} evictions ` +
+        `fact cache: ${stats.entries} entries (limit ${3 * LIMITS.entries}), ${(stats.bytes / MiB).toFixed(2)} MiB estimated (limit ${(CACHE_CEILING_BYTES / MiB).toFixed(0)} MiB), ${stats.evictions} evictions ` +
         `(${kinds.map(([name, lru]) => `${name} ${lru.size} / ${(lru.bytes / MiB).toFixed(2)} MiB / ${lru.evictions} evicted`).join(', ')})`,
     );
 
@@ -277,7 +281,7 @@ describe('memory: 10,000 hostile events', () => {
     // The input was hostile enough to fill the cache to its bounds: it had to evict.
     expect(stats.evictions).toBeGreaterThan(0);
     for (const sample of cacheSamples) {
-      expect(sample.entries, `entries after ${sample.events} events`).toBeLessThanOrEqual(3 * DEFAULT_FACT_CACHE_LIMITS.entries);
+      expect(sample.entries, `entries after ${sample.events} events`).toBeLessThanOrEqual(3 * LIMITS.entries);
       expect(sample.bytes, `estimated bytes after ${sample.events} events`).toBeLessThanOrEqual(CACHE_CEILING_BYTES);
     }
     // Nothing else is retained per event: the heap grows by at most what the bounded caches hold.
