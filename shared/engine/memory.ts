@@ -42,7 +42,7 @@ export const factCacheLimitsFor = (executors: number): FactCacheLimits => {
   return { entries, bytes: entries * PER_EXECUTOR_BYTES };
 };
 
-/** What a process remembers when nothing sizes it (tests, tools): 4,096 executors' facts, ≈ 14 MiB. */
+/** What a process remembers when nothing sizes it (tests, tools): 4,096 executors' facts, ≈ 17.5 MiB. */
 export const DEFAULT_FACT_CACHE_LIMITS: FactCacheLimits = factCacheLimitsFor(4096);
 
 export interface FactCacheSizing {

@@ -15,10 +15,9 @@ export function containerMemoryLimitBytes(read: (path: string) => string = (path
     } catch {
       continue;
     }
-    if (text === 'max') return undefined;
+    // "max" (v2) reads as NaN; v1's "unlimited" is a page-rounded 2^63.
     const bytes = Number(text);
-    if (!Number.isSafeInteger(bytes) || bytes <= 0) return undefined;
-    return bytes >= UNLIMITED_AT_LEAST ? undefined : bytes;
+    return Number.isFinite(bytes) && bytes > 0 && bytes < UNLIMITED_AT_LEAST ? bytes : undefined;
   }
   return undefined;
 }
