@@ -19,6 +19,7 @@
  * Exit code 1 when an assertion fails (an update that changes nothing costing an API call, an
  * event not answered 200, a Service missing…); targets missed are reported, not failures.
  */
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -26,6 +27,7 @@ import { parseArgs } from 'node:util';
 import { REPO_ROOT } from './lib/procs.ts';
 import { fmtMiB, fmtMs, fmtX, ratio, table } from './lib/stats.ts';
 import { type ColdStartResult, runColdStart } from './sections/coldstart.ts';
+import { type CurveResult, runCurve } from './sections/curve.ts';
 import { type ConstrainedResult, runConstrained, TARGETS as LIM_TARGETS } from './sections/constrained.ts';
 import { type LifecycleResult, runLifecycle } from './sections/lifecycle.ts';
 import { type MemoryResult, runMemory } from './sections/memory.ts';
@@ -101,6 +103,17 @@ const NOOP_EVENTS = Math.max(1, int(values['noop-events'], quick ? 1000 : 5000, 
 const LARGE_APP = int(values['large-app'], quick ? 200 : 1000, 'large-app');
 const LIM_NAMESPACES = Math.max(1, int(values['lim-namespaces'], 10, 'lim-namespaces'));
 const LIM_EXECUTORS = Math.max(1, int(values['lim-executors'], quick ? 10 : 50, 'lim-executors'));
+const CURVE_SIZES = list(values.curve, quick ? [100, 300] : [100, 1000], 'curve').filter((x) => x > 0);
+const CURVE_NS = (() => {
+  const text = values['curve-namespaces'] ?? (quick ? '10x20' : '10x100');
+  const m = /^(\d+)x(\d+)$/.exec(text);
+  if (m === null) {
+    console.error('bench: --curve-namespaces must be <namespaces>x<executors>, e.g. 10x500');
+    process.exit(2);
+  }
+  return { namespaces: Number(m[1]), perNamespace: Number(m[2]) };
+})();
+const CURVE_LATENCY_MS = int(values['curve-latency-ms'], 0, 'curve-latency-ms');
 const only = new Set<Section>(
   values.only === undefined
     ? SECTIONS
@@ -123,11 +136,18 @@ mkdirSync(RESULTS_DIR, { recursive: true });
 const log = (line: string): void => console.log(line);
 const failures: string[] = [];
 const startedAt = new Date();
+/** The commit measured (and whether the tree had changes on top of it). */
+const commit = (() => {
+  const head = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: REPO_ROOT, encoding: 'utf8' }).stdout.trim() || 'unknown';
+  const dirty =
+    spawnSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: REPO_ROOT, encoding: 'utf8' }).stdout.trim() !== '';
+  return dirty ? `${head} + uncommitted changes` : head;
+})();
 const loadBefore = os.loadavg();
 const t0 = performance.now();
 
 log(
-  `spark-exec-svc bench — node ${process.version}, ${os.cpus().length} CPU(s) ${os.cpus()[0]?.model ?? ''}, load ${loadBefore.map((l) => l.toFixed(2)).join(' ')}`,
+  `spark-exec-svc bench — code of ${commit}, ${startedAt.toISOString()}, node ${process.version}, ${os.cpus().length} CPU(s) ${os.cpus()[0]?.model ?? ''}, load ${loadBefore.map((l) => l.toFixed(2)).join(' ')}`,
 );
 log(`N=${N}, warm-up ${WARMUP}, sections: ${[...only].join(', ')}${values.entry === undefined ? '' : `, entry ${ENTRY}`}\n`);
 
@@ -170,6 +190,25 @@ if (only.has('constrained')) {
     log,
   });
   failures.push(...constrained.failures);
+  log('');
+}
+
+// ---- 1c. the scale curve ---------------------------------------------------------------------
+let curve: CurveResult | undefined;
+if (only.has('curve')) {
+  log(
+    `1c. Scale curve: API calls and ms per executor at ${CURVE_SIZES.join(' / ')} executors in one namespace and ${CURVE_NS.namespaces} × ${CURVE_NS.perNamespace}, ${CURVE_LATENCY_MS} ms per call`,
+  );
+  curve = await runCurve({
+    entry: ENTRY,
+    resultsDir: RESULTS_DIR,
+    sizes: CURVE_SIZES,
+    namespaces: CURVE_NS.namespaces,
+    perNamespace: CURVE_NS.perNamespace,
+    latencyMs: CURVE_LATENCY_MS,
+    log,
+  });
+  failures.push(...curve.failures);
   log('');
 }
 
@@ -493,6 +532,43 @@ log(`=== Summary (one run, ${(totalMs / 1000).toFixed(0)} s; load ${loadBefore[0
 log(table(['measure', 'function', 'floor / target', 'ratio', 'vs floor+reuse', `≤ target`], ratioRows));
 
 if (sequential !== undefined) printSequential(sequential);
+if (curve !== undefined && curve.points.length > 0) {
+  const base = curve.points[0]!;
+  const vs = (x: number, b: number): string => (b > 0 ? fmtX(x / b) : '-');
+  log(
+    `\nScale curve (${curve.latencyMs} ms per API call; code of ${commit}; a fresh function per row, WATCH_NAMESPACES = the row's namespaces; per executor: scale-up = its add and 4 updates, teardown = its 3 termination events and its share of the driver's; "×" against the first row):`,
+  );
+  log(
+    table(
+      [
+        'executors',
+        'scale-up calls',
+        'scale-up ms',
+        'teardown calls',
+        'teardown ms',
+        'longest event',
+        'longest teardown',
+        'retried attempts',
+        'Services left after driver end',
+        'MAX_SERVICES_PER_NAMESPACE',
+      ],
+      curve.points.map((p) => [
+        p.label,
+        `${p.scaleUpCallsPerExecutor} (${vs(p.scaleUpCallsPerExecutor, base.scaleUpCallsPerExecutor)})`,
+        `${p.scaleUpMsPerExecutor} (${vs(p.scaleUpMsPerExecutor, base.scaleUpMsPerExecutor)})`,
+        `${p.teardownCallsPerExecutor} (${vs(p.teardownCallsPerExecutor, base.teardownCallsPerExecutor)})`,
+        `${p.teardownMsPerExecutor} (${vs(p.teardownMsPerExecutor, base.teardownMsPerExecutor)})`,
+        `${fmtMs(p.longestEventMs)} ms`,
+        `${(p.teardownMs / 1000).toFixed(1)} s`,
+        Object.entries(p.retried)
+          .map(([k, v]) => `${v}× ${k}`)
+          .join(', ') || '0',
+        String(p.servicesLeft),
+        p.maxServicesPerNamespace,
+      ]),
+    ),
+  );
+}
 if (constrained !== undefined) {
   log(
     `\nUnder the container's limits (knative/base/service.yaml: limits.cpu ${constrained.manifest.cpuText}, limits.memory ${constrained.manifest.memoryText}; the bundle, start.cjs; ${constrained.cgroup}):`,
@@ -1024,6 +1100,7 @@ function printSequential(seq: SequentialResult): void {
 const report = {
   schema: 1,
   generatedAt: startedAt.toISOString(),
+  commit,
   durationMs: Math.round(totalMs),
   machine: {
     node: process.version,
@@ -1048,6 +1125,11 @@ const report = {
     pacedBatches: PACED_BATCHES,
     noopEvents: NOOP_EVENTS,
     largeApp: LARGE_APP,
+    limNamespaces: LIM_NAMESPACES,
+    limExecutors: LIM_EXECUTORS,
+    curveSizes: CURVE_SIZES,
+    curveNamespaces: CURVE_NS,
+    curveLatencyMs: CURVE_LATENCY_MS,
     profile: values.profile,
     quick,
     sections: [...only],
@@ -1071,6 +1153,7 @@ const report = {
   burst,
   coldStart: cold,
   constrained,
+  curve,
   memory,
   failures,
 };

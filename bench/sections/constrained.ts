@@ -139,7 +139,7 @@ async function runMode(
     try {
       // Ten namespaces at once, one stream each, one client for all: as one adapter sends.
       const agent = goTransportAgent();
-      const section = new Section(emulator, fn, { agent, retriesAreFailures: false });
+      const section = new Section(emulator, fn, { agent, strict: false });
       let apps: Awaited<ReturnType<Section['app']>>[];
       const t0 = performance.now();
       const cpu0 = cpuMs(fn.pid);

@@ -51,13 +51,17 @@ it('runs every bench section with tiny sizes from a fresh checkout (no .bench-re
   const runs = await Promise.all([
     runBench([
       '--only',
-      'coldstart,sequential,constrained',
+      'coldstart,sequential,constrained,curve',
       ...tiny,
       ...tinySequential,
       '--lim-namespaces',
       '2',
       '--lim-executors',
       '2',
+      '--curve',
+      '10',
+      '--curve-namespaces',
+      '2x5',
       '--out',
       join('.bench-results', 'coldstart.json'),
     ]),
@@ -71,7 +75,7 @@ it('runs every bench section with tiny sizes from a fresh checkout (no .bench-re
   const read = (file: string): Report => JSON.parse(readFileSync(join(results, file), 'utf8')) as Report;
   const cold = read('coldstart.json');
   const report = read('bench.json');
-  expect(cold.options.sections).toEqual(['coldstart', 'sequential', 'constrained']);
+  expect(cold.options.sections).toEqual(['coldstart', 'sequential', 'constrained', 'curve']);
   expect(cold.failures).toEqual([]);
   expect(cold.coldStart?.variants.length).toBeGreaterThan(0);
   // Sequential: both latencies measured against the floor, every step's calls counted, no-op updates free.
@@ -88,6 +92,9 @@ it('runs every bench section with tiny sizes from a fresh checkout (no .bench-re
   expect(seq?.noop?.calls).toBe(0);
   expect(seq?.paced.length).toBe(1);
   expect(seq?.longestEvent?.ms).toBeGreaterThan(0);
+  // The scale curve: one namespace and several, calls per executor counted.
+  expect(cold.curve?.points.map((p) => p.executors)).toEqual([10, 10]);
+  for (const p of cold.curve?.points ?? []) expect(p.scaleUpCallsPerExecutor).toBeGreaterThan(0);
   // Under the container's limits and without: every figure measured, the cgroup removed.
   expect(cold.constrained?.modes.map((m) => m.mode)).toEqual(['constrained', 'unconstrained']);
   for (const m of cold.constrained?.modes ?? []) {
@@ -121,6 +128,7 @@ interface Report {
   };
   readonly burst?: unknown;
   readonly coldStart?: { readonly variants: readonly unknown[] };
+  readonly curve?: { readonly points: ReadonlyArray<{ readonly executors: number; readonly scaleUpCallsPerExecutor: number }> };
   readonly constrained?: {
     readonly modes: ReadonlyArray<{
       readonly mode: string;
