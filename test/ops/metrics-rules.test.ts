@@ -11,7 +11,7 @@
  * checked by mutation: with the alert's expression replaced by one that never fires, its firing
  * tests must fail; by one that always fires, its quiet tests must fail.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,20 +21,14 @@ import { PodMonitor } from '@kubernetes-models/prometheus-operator/monitoring.co
 import { PrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule';
 import { METRICS_PATH, newMetrics } from '../../shared/ops/metrics.ts';
 import { prometheusTools, runTool, toolVersion } from './prometheus-tools.ts';
-import { kustomizeObjects } from './kustomize.ts';
+import { kustomizeObjects, requireKubectl, skipWithoutKubectl } from './kustomize.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const OVERLAY = 'knative/overlays/monitoring';
 const FIXTURE = path.join(ROOT, 'test/fixtures/alerts.promtool-test.yaml');
-const KUBECTL = [
-  process.env['KUBECTL'],
-  '/usr/bin/kubectl',
-  ...(process.env['PATH'] ?? '').split(path.delimiter).map((d) => path.join(d, 'kubectl')),
-].find((c): c is string => c !== undefined && c !== '' && existsSync(c));
-if (KUBECTL === undefined)
-  console.warn('[metrics-rules.test] SKIPPING the monitoring overlay checks: no kubectl at /usr/bin/kubectl, $KUBECTL or on PATH.');
+const SKIP_KUBECTL = skipWithoutKubectl('metrics-rules.test', 'the monitoring overlay checks');
 const tools = prometheusTools('metrics-rules.test');
-const skipPromtool = KUBECTL === undefined || tools.skip(['promtool'], 'promtool check rules / test rules');
+const skipPromtool = SKIP_KUBECTL || tools.skip(['promtool'], 'promtool check rules / test rules');
 
 /** The alerts the issue asks for, by what they watch. */
 const REQUIRED_ALERTS = [
@@ -115,9 +109,9 @@ function withExpr(alert: string, expr: string): RuleGroup[] {
   return groups.map((g) => ({ ...g, rules: g.rules.map((r) => (r.alert === alert ? { ...r, expr } : r)) }));
 }
 
-describe.skipIf(KUBECTL === undefined)(`${OVERLAY}`, () => {
+describe.skipIf(SKIP_KUBECTL)(`${OVERLAY}`, () => {
   beforeAll(async () => {
-    objects = await kustomizeObjects<K8sObject>(KUBECTL!, OVERLAY);
+    objects = await kustomizeObjects<K8sObject>(requireKubectl(), OVERLAY);
     groups = (ofKind('PrometheusRule')[0]?.spec['groups'] ?? []) as RuleGroup[];
     dir = mkdtempSync(path.join(os.tmpdir(), 'sxs-rules-'));
   });
@@ -127,7 +121,7 @@ describe.skipIf(KUBECTL === undefined)(`${OVERLAY}`, () => {
   });
 
   it('is the base plus two PodMonitors (function, adapter) and one PrometheusRule, valid against @kubernetes-models/prometheus-operator', async () => {
-    const base = await kustomizeObjects<K8sObject>(KUBECTL!, 'knative/base');
+    const base = await kustomizeObjects<K8sObject>(requireKubectl(), 'knative/base');
     expect(objects.filter((o) => o.apiVersion !== 'monitoring.coreos.com/v1')).toEqual(base);
     expect(
       objects
