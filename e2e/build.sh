@@ -194,7 +194,7 @@ for a in "$@"; do
   case "$a" in
     --paths) mode=paths ;;
     --regen-kube-gomod) regen_kube_gomod; exit 0 ;;
-    -h | --help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,20p' "$0"; exit 0 ;;
     -*) die "unknown option $a" ;;
     *) upstream_module "$a" >/dev/null; comps+=("$a") ;;
   esac
