@@ -589,7 +589,7 @@ if (constrained !== undefined) {
       ],
       constrained.modes.map((m) => [
         m.mode,
-        `${m.coldStart.medianMs} (${m.coldStart.runsMs.join(' ')})`,
+        `${m.coldStart.medianMs} (${m.coldStart.runsMs.join(' ')}); CPU ${m.coldStart.cpuMs}`,
         `${fmtMs(m.namespaces.longestEventMs)} ms (${m.namespaces.longestEvent})`,
         `${fmtMs(m.namespaces.eventP99Ms)} ms`,
         Object.entries(m.namespaces.retried)
