@@ -1115,12 +1115,14 @@ function stepStats(apps: readonly AppRun[]): StepStats[] {
 
 /** Groups of steps whose time adds up to the scale-up and the teardown. */
 export const TIME_GROUPS: ReadonlyArray<{ readonly group: string; readonly steps: readonly Step[] }> = [
+  // Since issue 17 the Services are made at the running update (only a running executor claims its slot).
   {
-    group: "scale-up: first add of each batch (list + the batch's creates)",
+    group: "scale-up: first add of each batch (a list of the batch's claimants)",
     steps: ['add: first of a later batch', 'add: first executor of the app'],
   },
-  { group: 'scale-up: rest of a batch (Service made already)', steps: ['add: rest of a batch'] },
-  { group: 'scale-up: 4 status updates (no-op)', steps: ['update: scheduled', 'update: creating', 'update: running', 'update: ready'] },
+  { group: 'scale-up: rest of a batch (no call)', steps: ['add: rest of a batch'] },
+  { group: "scale-up: running (the first of a batch: list, count, the batch's creates)", steps: ['update: running'] },
+  { group: 'scale-up: scheduled, creating, ready (no-op)', steps: ['update: scheduled', 'update: creating', 'update: ready'] },
   { group: 'teardown: deletionTimestamp + delete (no-op)', steps: ['update: deletionTimestamp (still Running)', 'delete'] },
   { group: 'teardown: phase Failed (a list + marks per 32, else nothing)', steps: ['update: phase Failed'] },
   { group: 'teardown: driver Succeeded + delete', steps: ['driver: update Succeeded', 'driver: delete'] },
