@@ -13,7 +13,8 @@
 # jars (javac; e2e/spark/job, ours). <hash> covers the sdist's sha256, the job's sources and javac's
 # version. Manifest keys: "spark-<version>".
 #
-# Usage: e2e/build.sh [--paths] [component ...]   components: nsforward etcd kube kubelet coredns adapter render spark (default: all)
+# Usage: e2e/build.sh [--paths] [component ...]   components: nsforward etcd kube kubelet coredns adapter render spark kubectl (default: all)
+#   (kubectl is also what `npm test`'s manifest tests use; .ci/run builds it before `npm test`)
 #   --paths   build nothing; print the manifest and exit 1 if a binary is missing
 #   --regen-kube-gomod   rewrite e2e/go/kube/go.mod's replace block from the tag's go.mod, then tidy
 # The last line on stdout is a JSON manifest {"kube": "/…/kube", …}; progress goes to stderr.
@@ -22,7 +23,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 GO_DIR="$HERE/go"
 CACHE=${SPARK_EXEC_SVC_E2E_CACHE:-/var/cache/spark-exec-svc-e2e}
-ALL=(nsforward etcd kube kubelet coredns adapter render spark)
+ALL=(nsforward etcd kube kubelet coredns adapter render spark kubectl)
 SPARK_DIR="$HERE/spark"
 
 log() { printf '[e2e-build] %s\n' "$*" >&2; }
@@ -42,6 +43,7 @@ upstream_module() {
     nsforward) echo golang.org/x/sys ;; # ours; keyed by the one module it needs
     adapter) echo knative.dev/eventing ;; # the ApiServerSource receive adapter (a `tool` of e2e/go/adapter)
     render) echo knative.dev/eventing ;; # ours: kustomize + the eventing reconciler's receive-adapter env (e2e/go/render)
+    kubectl) echo k8s.io/kubectl ;; # upstream's kubectl main on the published module, its own go.mod (not e2e/go/kube's)
     spark) echo pyspark ;; # not a Go module: PyPI sdists, see spark_entries
     *) die "unknown component $1 (known: ${ALL[*]})" ;;
   esac
@@ -130,6 +132,12 @@ build_component() { # component destdir
       local cfg; cfg=$(cd "$GO_DIR/render" && go list -m -f '{{.Dir}}' knative.dev/eventing)/config/core/configmaps
       cp "$cfg/logging.yaml" "$cfg/observability.yaml" "$tmp/"
       ;;
+    kubectl)
+      # Stamped as the release it belongs to (k8s.io/kubectl v0.X.Y is Kubernetes v1.X.Y), so
+      # `kubectl version --client` says v1.X.Y as a released kubectl does.
+      local kversion="v1.${version#v0.}" kminor=${version#v0.}; kminor=${kminor%%.*}
+      (cd "$GO_DIR/kubectl" && CGO_ENABLED=0 go build "${flags[@]}" -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$kversion -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$kminor" -o "$tmp/kubectl" .)
+      ;;
     kubelet | nsforward)
       (cd "$GO_DIR/$comp" && CGO_ENABLED=0 go build "${flags[@]}" -ldflags "-s -w" -o "$tmp/$bin" .)
       ;;
@@ -186,7 +194,7 @@ for a in "$@"; do
   case "$a" in
     --paths) mode=paths ;;
     --regen-kube-gomod) regen_kube_gomod; exit 0 ;;
-    -h | --help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,20p' "$0"; exit 0 ;;
     -*) die "unknown option $a" ;;
     *) upstream_module "$a" >/dev/null; comps+=("$a") ;;
   esac
