@@ -13,7 +13,7 @@ import { z } from 'zod';
 
 export const ChartRun = z.looseObject({
   sparkVersion: z.string(),
-  variant: z.looseObject({ key: z.string(), title: z.string() }),
+  variant: z.looseObject({ key: z.string(), title: z.string(), short: z.string().optional() }),
   timings: z.looseObject({
     firstFetchFailedSinceLossMs: z.number().optional().nullable(),
     stageResubmittedSinceLossMs: z.number().optional().nullable(),
@@ -26,7 +26,7 @@ export const Results = z.looseObject({ measuredAt: z.string(), runs: z.array(Cha
 /** What the chart reads of a run (a FetchLossReport has it). */
 export interface ChartRunInput {
   readonly sparkVersion: string;
-  readonly variant: { readonly key: string; readonly title: string };
+  readonly variant: { readonly key: string; readonly title: string; readonly short?: string | undefined };
   readonly timings: {
     readonly firstFetchFailedSinceLossMs?: number | null | undefined;
     readonly stageResubmittedSinceLossMs?: number | null | undefined;
@@ -40,9 +40,9 @@ const secs = (ms: number): string => (ms >= 10_000 ? `${Math.round(ms / 1000)} s
 
 export function renderChart(results: { readonly measuredAt: string; readonly runs: readonly ChartRunInput[] }): string {
   const runs = results.runs;
-  const left = 330;
+  const left = 380;
   const right = 40;
-  const width = 1000;
+  const width = 1060;
   const rowH = 34;
   const top = 56;
   const plotW = width - left - right;
@@ -65,7 +65,9 @@ export function renderChart(results: { readonly measuredAt: string; readonly run
   runs.forEach((r, i) => {
     const y = top + i * rowH;
     const color = r.variant.key === 'c' ? '#2a9d4b' : r.variant.key === 'b' ? '#e9a23b' : '#d1495b';
-    out.push(`<text x="${left - 8}" y="${y + 14}" text-anchor="end">${esc(`Spark ${r.sparkVersion} — ${r.variant.title}`)}</text>`);
+    out.push(
+      `<text x="${left - 8}" y="${y + 14}" text-anchor="end">${esc(`Spark ${r.sparkVersion} (${r.variant.key}) ${r.variant.short ?? r.variant.title}`)}</text>`,
+    );
     const end = r.timings.jobEndSinceLossMs;
     if (end !== undefined && end !== null) {
       out.push(`<rect x="${left}" y="${y + 3}" width="${Math.max(1, x(end) - left)}" height="16" fill="${color}" opacity="0.8"/>`);

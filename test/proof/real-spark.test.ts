@@ -57,7 +57,7 @@ describe('renderChart', () => {
   });
 
   test('labels name each run, its job end and its first FetchFailed with the cause', () => {
-    expect(svg).toContain('Spark 3.5.9 — set-up a');
+    expect(svg).toContain('Spark 3.5.9 (a) set-up a');
     expect(svg).toContain('120 s');
     expect(svg).toContain('15 s: connection refused');
     expect(svg.startsWith('<svg')).toBe(true);
