@@ -69,8 +69,8 @@ export function renderChart(results: { readonly measuredAt: string; readonly run
   const out: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="13">`,
     `<rect width="${width}" height="${height}" fill="white"/>`,
-    `<text x="${left}" y="22" font-size="15" font-weight="bold">Real Spark, one executor lost mid-fetch: time from the loss (s)</text>`,
-    `<text x="${left}" y="40" fill="#555">measured ${esc(results.measuredAt)}; bar = loss → job end, ◆ first FetchFailed of a fetch from the lost executor, | stage resubmitted</text>`,
+    `<text x="20" y="22" font-size="15" font-weight="bold">Real Spark, one executor lost mid-fetch: time from the loss (s)</text>`,
+    `<text x="20" y="40" fill="#555">measured ${esc(results.measuredAt)}; bar = loss → job end, ◆ first FetchFailed of a fetch from the lost executor, | stage resubmitted</text>`,
   ];
   for (let t = 0; t <= axisEnd; t += step) {
     out.push(`<line x1="${x(t)}" y1="${top - 6}" x2="${x(t)}" y2="${top + runs.length * rowH}" stroke="#ddd"/>`);
