@@ -12,7 +12,7 @@ import { OUR_SERVICES_SELECTOR, type ServiceFact, appServicesSelector, serviceFa
 import { type PodFact, podFact } from '../model/spark-pod.ts';
 import type { Facts, Need, SlotFacts, SlotKey } from '../rules/decide.ts';
 import { type Observation, ReadOrder, remembered, sharedReadIsFresh } from '../rules/observation.ts';
-import { LOOK_AFRESH, type Look, markedButHintedRunning } from '../rules/plan.ts';
+import { LOOK_AFRESH, type Look, markedButHintedRunning, rememberedPodStandsIn } from '../rules/plan.ts';
 import type { ReconcileContext } from './context.ts';
 import { appCacheKey, podKey, slotCacheKey } from './memory.ts';
 import { chunks, groupByApp, inParallel, slotKey } from './batching.ts';
@@ -112,11 +112,11 @@ export class FactView {
   }
 
   /** Puts a remembered pod into view when the plan trusts it and no read of this request knows better. */
-  private rememberedPod(name: string): void {
-    const pods = this.look.trust.pods;
-    if (this.pods.has(name) || !pods.remembered || pods.except.includes(name)) return;
+  private rememberedPod(name: string, at?: number): void {
+    if (this.pods.has(name)) return;
     const cached = this.ctx.facts.pods.get(podKey(this.namespace, name));
-    if (cached !== undefined) this.pods.set(name, remembered(cached.value, cached.at));
+    if (cached !== undefined && rememberedPodStandsIn(this.look.trust, name, cached.value))
+      this.pods.set(name, remembered(cached.value, at ?? cached.at));
   }
 
   /** Executors to read before deciding a sweep page (shared/rules/plan.ts). */
@@ -228,14 +228,14 @@ export class FactView {
     // An event that says an executor ended lists its slots itself: a list begun earlier may predate the end.
     if (shared !== undefined && this.look.shareLists && slots.every((s) => shared.meta.has(s.execId))) {
       await shared.result.catch(() => undefined);
+      const hint = this.look.trust.hint;
       const remaining = slots.filter((slot) => {
         const cached = this.ctx.facts.claimants.get(slotCacheKey(this.namespace, slot.appId, slot.execId));
         if (cached === undefined) return true;
+        // A list begun before the event's executor existed does not name it: listed again.
+        if (hint !== undefined && slotKey(hint.slot) === slotKey(slot) && !cached.value.includes(hint.pod.name)) return true;
         this.claimants.set(slotKey(slot), remembered(cached.value, shared.startedAt));
-        for (const name of cached.value) {
-          const pod = this.ctx.facts.pods.get(podKey(this.namespace, name));
-          if (pod !== undefined && !this.pods.has(name)) this.pods.set(name, remembered(pod.value, shared.startedAt));
-        }
+        for (const name of cached.value) this.rememberedPod(name, shared.startedAt);
         return false;
       });
       if (remaining.length === 0) return;

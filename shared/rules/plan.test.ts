@@ -16,7 +16,14 @@ import { describe, expect, it } from 'vitest';
 import type { ServiceFact } from '../model/service-spec.ts';
 import type { PodFact } from '../model/spark-pod.ts';
 import type { Observation } from './observation.ts';
-import { type ExecutorPlan, type RememberedNearby, driverOptInLook, markedButHintedRunning, planExecutorEvent } from './plan.ts';
+import {
+  type ExecutorPlan,
+  type RememberedNearby,
+  driverOptInLook,
+  markedButHintedRunning,
+  planExecutorEvent,
+  rememberedPodStandsIn,
+} from './plan.ts';
 
 const APP = 'spark-a1';
 const NOW = 1_000_000;
@@ -323,5 +330,44 @@ describe('a driver event that says it runs: are its executors looked at (a late 
     ['OPT_IN_MODE=all: labels do not matter → no look', driver(), driver({ optIn: false }), 'all', false],
   ])('%s', (_name, hint, remembered, mode, look) => {
     expect(driverOptInLook(hint, remembered, mode).look).toBe(look);
+  });
+});
+
+// What is remembered of the event's own pod — from the process's memory or from a list another
+// event began earlier — stands in for a read only while it says what the event says. A list begun
+// before the executor started shows it Pending; believed for its "runs" event, no Service is made.
+describe('a remembered fact of the event’s pod, taken when the look needs it', () => {
+  const runs = executor('8');
+  const says = (hint: PodFact, goneHint = false): ExecutorPlan =>
+    planExecutorEvent({ hint, slot: { appId: APP, execId: '8' }, goneHint }, nothing, NOW);
+  const rows: ReadonlyArray<readonly [string, PodFact, PodFact | 'absent', boolean]> = [
+    ['the event says it runs, memory says it runs (same pod): stands in', runs, executor('8'), true],
+    ['the event says it runs, memory says Pending: read afresh', runs, executor('8', { running: false }), false],
+    ['the event says it runs, memory says absent: read afresh', runs, 'absent', false],
+    [
+      'the event says it runs, memory holds another pod of that name (new UID): read afresh',
+      runs,
+      executor('8', { uid: 'uid-other' }),
+      false,
+    ],
+    [
+      'the event says Pending, memory says Pending: stands in (an add needs no read)',
+      executor('8', { running: false }),
+      executor('8', { running: false }),
+      true,
+    ],
+    ['the event says Pending, memory says it runs: read afresh', executor('8', { running: false }), runs, false],
+  ];
+  it.each(rows)('%s', (_name, hint, fact, want) => {
+    expect(rememberedPodStandsIn(says(hint).look.trust, 'exec-8', fact)).toBe(want);
+  });
+  it('other pods (its driver, its window’s executors) are not judged by the event’s pod', () => {
+    expect(rememberedPodStandsIn(says(runs).look.trust, 'exec-9', executor('9', { running: false }))).toBe(true);
+    expect(rememberedPodStandsIn(says(runs).look.trust, 'drv', 'absent')).toBe(true);
+  });
+  it('an event that says the executor went reads it afresh whatever is remembered', () => {
+    expect(
+      rememberedPodStandsIn(says(executor('8', { terminal: true }), true).look.trust, 'exec-8', executor('8', { terminal: true })),
+    ).toBe(false);
   });
 });

@@ -32,9 +32,25 @@ export interface Trust {
   readonly pods: { readonly remembered: false } | { readonly remembered: true; readonly except: readonly string[] };
   /** Slots whose remembered complete list of pods may stand in for a list, when it names this pod (checked when the list is looked up). */
   readonly claimantsOf: ReadonlyArray<{ readonly slot: SlotKey; readonly naming: string }>;
+  /**
+   * The event's pod as the event says it is (an event that says it runs). Whatever is remembered
+   * of it — including a list another event began earlier and this one waits for — stands in only
+   * while it says the same (samePodFact), and a remembered list of its slot only if it names it:
+   * checked when the fact is taken, not only when the plan is made, because other events change
+   * what is remembered meanwhile. A list begun before the executor started shows it Pending; taken
+   * for its own "runs" event, that would leave a live executor without its Service.
+   */
+  readonly hint?: { readonly pod: PodFact; readonly slot: SlotKey };
 }
 
 export const TRUST_NOTHING: Trust = { services: false, pods: { remembered: false }, claimantsOf: [] };
+
+/** May this remembered fact of a pod stand in for a read, under this trust? */
+export function rememberedPodStandsIn(trust: Trust, name: string, fact: PodFact | 'absent'): boolean {
+  if (!trust.pods.remembered || trust.pods.except.includes(name)) return false;
+  if (trust.hint === undefined || trust.hint.pod.name !== name) return true;
+  return fact !== 'absent' && samePodFact(fact, trust.hint.pod);
+}
 
 /** How the engine looks at one request's slots. */
 export interface Look {
@@ -124,6 +140,7 @@ export function planExecutorEvent(event: ExecutorEvent, remembered: RememberedNe
         services: serviceAgrees,
         pods: { remembered: true, except: agrees ? [] : readAfresh },
         claimantsOf: claimantsTrusted ? [{ slot, naming: hint.name }] : [],
+        ...(goneHint ? {} : { hint: { pod: hint, slot } }),
       },
       claimantWindow: goneHint ? 0 : LOOK.claimantWindow,
       shareLists: !goneHint,
