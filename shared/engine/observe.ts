@@ -288,16 +288,23 @@ export class FactView {
     // that began before this round may predate the facts it would be compared with, so its
     // answer counts as remembered, not fresh: good for "runs", never for "gone".
     const key = podKey(this.namespace, name);
-    const shared = this.ctx.facts.podReads.get(key);
-    // Our own read is ordered at its start; a shared one at the round's start.
-    const order = shared === undefined ? this.order.next() : this.order.roundStamp;
-    const { entry } = this.ctx.facts.podReads.join(key, this.now(), undefined, () =>
+    const read = (): Promise<PodFact | 'absent'> =>
       this.ctx.client
         .readPod(this.namespace, name)
-        .then((pod) => (pod === undefined ? 'absent' : (podFact(pod, this.ctx.config.defaultBlockManagerPort) ?? 'absent'))),
-    );
-    const value = await entry.result;
-    const fresh = shared === undefined || sharedReadIsFresh(entry.startedAt, this.order.roundStart);
+        .then((pod) => (pod === undefined ? 'absent' : (podFact(pod, this.ctx.config.defaultBlockManagerPort) ?? 'absent')));
+    const shared = this.ctx.facts.podReads.get(key);
+    // Our own read is ordered at its start; a shared one at the round's start.
+    let order = shared === undefined ? this.order.next() : this.order.roundStamp;
+    let entry = this.ctx.facts.podReads.join(key, this.now(), undefined, read).entry;
+    let value = await entry.result;
+    let fresh = shared === undefined || sharedReadIsFresh(entry.startedAt, this.order.roundStart);
+    if (!fresh && !rememberedPodStandsIn(this.look.trust, name, value)) {
+      // An earlier read that says otherwise than this event about its own pod: read it ourselves.
+      order = this.order.next();
+      entry = this.ctx.facts.podReads.start(key, this.now(), undefined, read);
+      value = await entry.result;
+      fresh = true;
+    }
     // A read shows what held at some moment after it began.
     const at = entry.startedAt;
     this.pods.set(name, { value, at, fresh, order: fresh ? order : 0 });

@@ -78,7 +78,11 @@ interface Row {
   readonly want: {
     readonly slots: readonly string[];
     readonly services: boolean;
-    /** Pods that may not stand in from memory ('none' = no remembered pod at all). */
+    /**
+     * Of exec-8 (the event's pod: the row's remembered one, else what a list would show — the
+     * event's own), exec-7, exec-9 and drv, those whose remembered fact may not stand in
+     * ('none' = no remembered pod at all).
+     */
     readonly podsReadAfresh: readonly string[] | 'none';
     readonly claimantListTrusted: boolean;
     readonly window: number;
@@ -97,9 +101,9 @@ const withPeers: Partial<RememberedNearby> = { service: eight, serviceOf: (id) =
 
 const ROWS: readonly Row[] = [
   {
-    name: 'an add of an executor the process never saw: everything read, its batch listed with it (31 following ids), lists shared',
+    name: 'an add of an executor the process never saw: read, its batch listed with it (31 following ids), lists shared (another event’s list may answer for it where it shows what the event says)',
     says: 'runs',
-    want: { slots: ['8'], services: true, podsReadAfresh: ['exec-8'], claimantListTrusted: false, window: 31, shareLists: true },
+    want: { slots: ['8'], services: true, podsReadAfresh: [], claimantListTrusted: false, window: 31, shareLists: true },
   },
   {
     name: 'a no-op update that agrees with the remembered pod: remembered pods, Service and list may stand in',
@@ -227,7 +231,15 @@ describe('the plan of an executor event', () => {
     const { trust } = p.look;
     expect(p.slots.map((s) => s.execId)).toEqual(row.want.slots);
     expect(trust.services).toBe(row.want.services);
-    expect(trust.pods.remembered ? trust.pods.except : 'none').toEqual(row.want.podsReadAfresh);
+    const hint = row.pod ?? executor('8', row.says === 'went' ? { terminal: true } : {});
+    const factOf = (name: string): PodFact =>
+      name === 'exec-8'
+        ? (row.remembered?.pod ?? hint)
+        : name === 'drv'
+          ? executor('0', { name: 'drv', role: 'driver' })
+          : executor(name.slice(5));
+    const notStandingIn = ['exec-8', 'exec-7', 'exec-9', 'drv'].filter((name) => !rememberedPodStandsIn(trust, name, factOf(name)));
+    expect(trust.pods.remembered ? notStandingIn : 'none').toEqual(row.want.podsReadAfresh);
     expect(trust.claimantsOf.length > 0).toBe(row.want.claimantListTrusted);
     expect(p.look.claimantWindow).toBe(row.want.window);
     expect(p.look.shareLists).toBe(row.want.shareLists);

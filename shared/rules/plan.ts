@@ -138,7 +138,9 @@ export function planExecutorEvent(event: ExecutorEvent, remembered: RememberedNe
     look: {
       trust: {
         services: serviceAgrees,
-        pods: { remembered: true, except: agrees ? [] : readAfresh },
+        // An event that says its executor runs: what is remembered of it is judged against the
+        // event when it is taken (`hint`); one that says it went reads it and its peers afresh.
+        pods: { remembered: true, except: goneHint ? readAfresh : [] },
         claimantsOf: claimantsTrusted ? [{ slot, naming: hint.name }] : [],
         ...(goneHint ? {} : { hint: { pod: hint, slot } }),
       },
