@@ -12,7 +12,7 @@ import { OUR_SERVICES_SELECTOR, type ServiceFact, appServicesSelector, serviceFa
 import { type PodFact, podFact } from '../model/spark-pod.ts';
 import type { Facts, Need, SlotFacts, SlotKey } from '../rules/decide.ts';
 import { type Observation, ReadOrder, remembered, sharedReadIsFresh } from '../rules/observation.ts';
-import { LOOK_AFRESH, type Look, markedButHintedRunning, rememberedPodStandsIn } from '../rules/plan.ts';
+import { LOOK_AFRESH, type Look, claimantWindowSlots, markedButHintedRunning, rememberedPodStandsIn } from '../rules/plan.ts';
 import type { ReconcileContext } from './context.ts';
 import { appCacheKey, podKey, slotCacheKey } from './memory.ts';
 import { chunks, groupByApp, inParallel, slotKey } from './batching.ts';
@@ -122,6 +122,16 @@ export class FactView {
   /** Executors to read before deciding a sweep page (shared/rules/plan.ts). */
   markedButHintedRunning(): string[] {
     return markedButHintedRunning(this.services.values(), this.pods);
+  }
+
+  /** Slots a listed pod claims whose Service this view has not read and the process does not remember. */
+  claimedUnknownServices(slots: readonly SlotKey[]): SlotKey[] {
+    return slots.filter(
+      (slot) =>
+        (this.claimants.get(slotKey(slot))?.value.length ?? 0) > 0 &&
+        !this.services.has(slotKey(slot)) &&
+        this.ctx.facts.services.peek(this.serviceKey(slot)) === undefined,
+    );
   }
 
   takeClaimedWindowSlots(): SlotKey[] {
@@ -248,8 +258,7 @@ export class FactView {
     const window = this.windowOpened ? 0 : this.look.claimantWindow;
     if (window > 0 && slots.length === 1) {
       this.windowOpened = true;
-      const first = BigInt(slots[0]!.execId);
-      for (let i = 1n; i <= BigInt(window); i++) ids.add((first + i).toString());
+      for (const slot of claimantWindowSlots(slots[0]!, window)) ids.add(slot.execId);
     }
     await this.ctx.facts.claimantReads.start(readKey, this.now(), ids, () => this.listClaimantIds(appId, ids, requested)).result;
   }

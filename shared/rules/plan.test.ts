@@ -383,3 +383,29 @@ describe('a remembered fact of the event’s pod, taken when the look needs it',
     ).toBe(false);
   });
 });
+
+// Issue 18: a miss costs reads, never a blind create. Which events read the unknown Services of
+// the slots a list shows claimed before deciding them.
+describe('Services of claimed slots read before deciding', () => {
+  const running = executor('8', { running: true });
+  const cases: ReadonlyArray<readonly [string, { update?: boolean; goneHint?: boolean; remembered?: Partial<RememberedNearby> }, boolean]> =
+    [
+      ['an update of a running executor the process remembers nothing of', { update: true }, true],
+      [
+        'an update of a running executor whose pod is remembered (its window may hold forgotten ones)',
+        { update: true, remembered: { pod: running } },
+        true,
+      ],
+      ['the add of an executor: optimistic create (a new executor’s Service rarely exists)', { update: false }, false],
+      ['an update that says the executor went: its slot is read afresh anyway', { update: true, goneHint: true }, false],
+    ];
+  it.each(cases)('%s', (_name, c, want) => {
+    const p = planExecutorEvent(
+      { hint: running, slot: { appId: APP, execId: '8' }, goneHint: c.goneHint ?? false, update: c.update },
+      { ...nothing, ...c.remembered },
+      NOW,
+    );
+    expect(p.look.readClaimedServices === true).toBe(want);
+    expect(p.look.readServicesFirst).toBe(false);
+  });
+});

@@ -52,6 +52,12 @@ export function rememberedPodStandsIn(trust: Trust, name: string, fact: PodFact 
   return fact !== 'absent' && samePodFact(fact, trust.hint.pod);
 }
 
+/** The exec ids after a slot that its claimant list covers too (Spark numbers executors in order). */
+export function claimantWindowSlots(slot: SlotKey, window: number): SlotKey[] {
+  const first = BigInt(slot.execId);
+  return Array.from({ length: window }, (_, i) => ({ appId: slot.appId, execId: (first + BigInt(i + 1)).toString() }));
+}
+
 /** How the engine looks at one request's slots. */
 export interface Look {
   readonly trust: Trust;
@@ -70,6 +76,11 @@ export interface Look {
   readonly coordinate: boolean;
   /** Read every slot's Service before deciding (when most of them are expected to exist). */
   readonly readServicesFirst: boolean;
+  /**
+   * Slots a listed pod claims whose Services this process does not know are read before they are
+   * decided (an update: its executor and the window's ran before, so their Services most likely exist).
+   */
+  readonly readClaimedServices?: boolean;
 }
 
 /** A sweep page, a driver's end, a Reference-mode delete: everything read, nothing shared, nobody waited for. */
@@ -99,6 +110,8 @@ export interface ExecutorEvent {
   readonly slot: SlotKey;
   /** The event says the executor went: a delete, or a terminal phase. */
   readonly goneHint: boolean;
+  /** An update (of a pod that existed before): not the add of a new executor, whose Service rarely exists yet. */
+  readonly update?: boolean;
 }
 
 export interface ExecutorPlan {
@@ -148,6 +161,12 @@ export function planExecutorEvent(event: ExecutorEvent, remembered: RememberedNe
       shareLists: !goneHint,
       coordinate: true,
       readServicesFirst: false,
+      // An update names an executor that existed before, and its window executors that ran before
+      // it: a Service of theirs the process forgot (its memory held fewer executors than run) is
+      // read once a list shows them, never created blind — a miss costs a read, not a create that
+      // fails (409) and a read (issue 18). An add keeps the optimistic create (a new executor's
+      // Service rarely exists), and a forged update of a pod that does not exist costs no more.
+      readClaimedServices: event.update === true && !goneHint,
     },
   };
 }
