@@ -205,6 +205,9 @@ export interface FetchLossReport {
   readonly fetchFailedInEventLog: Array<{ host: string | undefined; port: number | undefined; cause: FetchCause }>;
   /** Lines of the surviving executors' logs about connecting to the lost one. */
   readonly connectFailures: string[];
+  /** Tasks still running when the job ended (e.g. stuck in a connect to the lost executor: their
+   * stage attempt was superseded, Spark let them run on). */
+  readonly tasksStillRunningAtJobEnd: Array<{ stageId: number; partition: number; executorId: string }>;
   readonly correct: boolean | undefined;
   readonly driverSucceeded: boolean;
   readonly leftovers: string[];
@@ -695,6 +698,7 @@ export async function runFetchLoss(o: FetchLossOptions): Promise<FetchLossReport
       fetchFailures,
       fetchFailedInEventLog,
       connectFailures,
+      tasksStillRunningAtJobEnd: stillRunning(events, jobEnd === undefined ? Number.POSITIVE_INFINITY : (jobEnd['atMs'] as number)),
       correct: result.correct,
       driverSucceeded: phase === 'Succeeded',
       leftovers,
@@ -728,6 +732,23 @@ export async function runFetchLoss(o: FetchLossOptions): Promise<FetchLossReport
     rmSync(control, { recursive: true, force: true });
     if (leftovers.length > 0) log(`leftovers: ${leftovers.join('; ')}`);
   }
+}
+
+/** Task starts before `until` with no end before it, matched by stage, partition and executor. */
+function stillRunning(
+  events: ReadonlyArray<Record<string, unknown>>,
+  until: number,
+): Array<{ stageId: number; partition: number; executorId: string }> {
+  const open = new Map<string, { stageId: number; partition: number; executorId: string; n: number }>();
+  for (const e of events) {
+    if ((e['atMs'] as number) > until || (e['kind'] !== 'taskStart' && e['kind'] !== 'taskEnd')) continue;
+    const t = { stageId: e['stageId'] as number, partition: e['partition'] as number, executorId: String(e['executorId']) };
+    const key = `${t.stageId}/${t.partition}/${t.executorId}`;
+    const entry = open.get(key) ?? { ...t, n: 0 };
+    entry.n += e['kind'] === 'taskStart' ? 1 : -1;
+    open.set(key, entry);
+  }
+  return [...open.values()].filter((t) => t.n > 0).map(({ stageId, partition, executorId }) => ({ stageId, partition, executorId }));
 }
 
 function copyLogs(podLogDirs: ReadonlyMap<string, string>, dest: string): void {

@@ -6,7 +6,7 @@
  */
 import { describe, expect, test } from 'vitest';
 import { causeOf } from '../../e2e/spark/fetch-loss.ts';
-import { renderChart } from '../../proof/real-spark/chart.ts';
+import { firstPeerFailure, renderChart } from '../../proof/real-spark/chart.ts';
 
 const SVC = 'svc-spark-49500dfad0337eff57c30badb0fc3986-exec-4.spark.svc';
 const REFUSED = [
@@ -62,5 +62,31 @@ describe('renderChart', () => {
     expect(svg).toContain('15 s: connection refused');
     expect(svg.startsWith('<svg')).toBe(true);
     expect(svg.trimEnd().endsWith('</svg>')).toBe(true);
+  });
+});
+
+describe('firstPeerFailure: the fetch path, not a task told the map output is gone', () => {
+  test('a FetchFailed that names the lost executor wins over an earlier one that asked no peer', () => {
+    const r = {
+      sparkVersion: '4.0.5',
+      variant: { key: 'a', title: 'a' },
+      timings: { firstFetchFailedSinceLossMs: 14_000 },
+      firstFetchFailed: { cause: 'map output already unregistered (no peer asked)' },
+      fetchFailures: [
+        { sinceLossMs: 14_000, host: null, cause: 'map output already unregistered (no peer asked)' },
+        { sinceLossMs: 123_000, host: '10.244.0.4', cause: 'executor dead (driver check)' },
+      ],
+    };
+    expect(firstPeerFailure(r)).toEqual({ sinceLossMs: 123_000, cause: 'executor dead (driver check)', peer: true });
+  });
+  test('without one, the first FetchFailed of any kind, marked as such', () => {
+    expect(
+      firstPeerFailure({
+        sparkVersion: '4.0.5',
+        variant: { key: 'a', title: 'a' },
+        timings: { firstFetchFailedSinceLossMs: 14_000 },
+        fetchFailures: [],
+      }),
+    ).toEqual({ sinceLossMs: 14_000, cause: '', peer: false });
   });
 });
