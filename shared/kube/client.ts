@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { NamespaceName, ObjectName, Pod, Service } from '../model/k8s-objects.ts';
 import type { ServiceBody } from '../model/service-spec.ts';
 import { type CallDescription, KubeApiError, toKubeApiError } from './errors.ts';
+import type { ServerClock } from './server-clock.ts';
 
 export interface Page<T> {
   readonly items: T[];
@@ -58,10 +59,13 @@ export class CoreV1KubeClient implements KubeClient {
   private readonly timeoutMs: number;
   /** The connection pool every request goes through; see reuseConnections(). */
   private pool: { readonly dispatcher: Dispatcher; readonly since: number } | undefined;
+  /** Told the `Date` of every answer (errors too): the API server's clock (server-clock.ts). */
+  private readonly clock: ServerClock | undefined;
 
-  constructor(kubeConfig: k8s.KubeConfig, timeoutMs: number) {
+  constructor(kubeConfig: k8s.KubeConfig, timeoutMs: number, clock?: ServerClock) {
     this.api = kubeConfig.makeApiClient(k8s.CoreV1Api);
     this.timeoutMs = timeoutMs;
+    this.clock = clock;
   }
 
   async readPod(namespace: string, name: string): Promise<Pod | undefined> {
@@ -169,7 +173,10 @@ export class CoreV1KubeClient implements KubeClient {
         this.reuseConnections(context);
         return new k8s.Observable(Promise.resolve(context));
       },
-      post: (context) => new k8s.Observable(Promise.resolve(context)),
+      post: (context) => {
+        this.clock?.observe(context.headers['date']);
+        return new k8s.Observable(Promise.resolve(context));
+      },
     };
     return { middleware: [middleware], middlewareMergeStrategy: 'append' };
   }
