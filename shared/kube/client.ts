@@ -166,15 +166,17 @@ export class CoreV1KubeClient implements KubeClient {
   /** Per-request options: an abort timeout, and the patch content type when patching. */
   private options(contentType?: string): k8s.ConfigurationOptions {
     const timeoutMs = this.timeoutMs;
+    let answered: ((date: string | undefined) => void) | undefined;
     const middleware: k8s.ObservableMiddleware = {
       pre: (context) => {
+        answered = this.clock?.exchange();
         context.setSignal(AbortSignal.timeout(timeoutMs));
         if (contentType !== undefined) context.setHeaderParam('Content-Type', contentType);
         this.reuseConnections(context);
         return new k8s.Observable(Promise.resolve(context));
       },
       post: (context) => {
-        this.clock?.observe(context.headers['date']);
+        answered?.(context.headers['date']);
         return new k8s.Observable(Promise.resolve(context));
       },
     };

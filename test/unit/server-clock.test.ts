@@ -11,8 +11,10 @@ import { ServerClock } from '../../shared/kube/server-clock.ts';
 function world(skewMs: number) {
   const w = { serverMs: Date.parse('2026-12-04T12:00:00.000Z') };
   const clock = new ServerClock(() => w.serverMs + skewMs);
-  const answer = (): void => clock.observe(new Date(Math.floor(w.serverMs / 1000) * 1000).toUTCString());
-  return { w, clock, answer, lagMs: () => w.serverMs - clock.now().getTime() };
+  const date = (): string => new Date(Math.floor(w.serverMs / 1000) * 1000).toUTCString();
+  /** A request sent and answered at once (the Date of the server's time now). */
+  const answer = (): void => clock.observe(date(), w.serverMs + skewMs);
+  return { w, clock, date, answer, lagMs: () => w.serverMs - clock.now().getTime() };
 }
 
 describe('ServerClock: the API server’s time from its answers’ Date', () => {
@@ -49,6 +51,17 @@ describe('ServerClock: the API server’s time from its answers’ Date', () => 
     expect(lagMs()).toBe(50);
   });
 
+  it('an answer that arrives late (its Date seconds old) does not move it back', () => {
+    const { w, clock, date, answer, lagMs } = world(-7_000);
+    w.serverMs += 400;
+    answer();
+    const sentAt = w.serverMs - 7_000;
+    const late = date(); // generated now …
+    w.serverMs += 4_500; // … and read 4.5 s later (a loaded process, a slow network)
+    clock.observe(late, sentAt);
+    expect(lagMs()).toBe(400);
+  });
+
   it('a server clock stepped back is followed at the next answer; stepped forward, too', () => {
     const { w, answer, lagMs } = world(0);
     answer();
@@ -63,9 +76,9 @@ describe('ServerClock: the API server’s time from its answers’ Date', () => 
   it('answers without a readable Date change nothing', () => {
     const { w, clock, answer, lagMs } = world(5_000);
     answer();
-    clock.observe(undefined);
-    clock.observe('not a date');
-    clock.observe('');
+    clock.observe(undefined, w.serverMs + 5_000);
+    clock.observe('not a date', w.serverMs + 5_000);
+    clock.observe('', w.serverMs + 5_000);
     w.serverMs += 1_000;
     expect(lagMs()).toBe(0);
   });
