@@ -6,7 +6,15 @@
 # A directory that exists is complete (it is renamed into place after a successful build), so a
 # second run builds nothing.
 #
-# Usage: e2e/build.sh [--paths] [component ...]   components: nsforward etcd kube kubelet coredns adapter render (default: all)
+# Spark is one more kind of component (`spark`): for each line of e2e/spark/pyspark-sdists.txt, PyPI's
+# pyspark source distribution (fetched from the URL PyPI's JSON API gives, checked against the pinned
+# sha256) is kept in $CACHE/pyspark-sdist/, and its pyspark/jars and pyspark/bin (deps/ in the sdist)
+# are extracted into $CACHE/spark-<version>-<hash>/ with the e2e's job compiled there against those
+# jars (javac; e2e/spark/job, ours). <hash> covers the sdist's sha256, the job's sources and javac's
+# version. Manifest keys: "spark-<version>".
+#
+# Usage: e2e/build.sh [--paths] [component ...]   components: nsforward etcd kube kubelet coredns adapter render spark kubectl (default: all)
+#   (kubectl is also what `npm test`'s manifest tests use; .ci/run builds it before `npm test`)
 #   --paths   build nothing; print the manifest and exit 1 if a binary is missing
 #   --regen-kube-gomod   rewrite e2e/go/kube/go.mod's replace block from the tag's go.mod, then tidy
 # The last line on stdout is a JSON manifest {"kube": "/…/kube", …}; progress goes to stderr.
@@ -15,7 +23,8 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 GO_DIR="$HERE/go"
 CACHE=${SPARK_EXEC_SVC_E2E_CACHE:-/var/cache/spark-exec-svc-e2e}
-ALL=(nsforward etcd kube kubelet coredns adapter render)
+ALL=(nsforward etcd kube kubelet coredns adapter render spark kubectl)
+SPARK_DIR="$HERE/spark"
 
 log() { printf '[e2e-build] %s\n' "$*" >&2; }
 die() { printf '[e2e-build] error: %s\n' "$*" >&2; exit 1; }
@@ -34,6 +43,8 @@ upstream_module() {
     nsforward) echo golang.org/x/sys ;; # ours; keyed by the one module it needs
     adapter) echo knative.dev/eventing ;; # the ApiServerSource receive adapter (a `tool` of e2e/go/adapter)
     render) echo knative.dev/eventing ;; # ours: kustomize + the eventing reconciler's receive-adapter env (e2e/go/render)
+    kubectl) echo k8s.io/kubectl ;; # upstream's kubectl main on the published module, its own go.mod (not e2e/go/kube's)
+    spark) echo pyspark ;; # not a Go module: PyPI sdists, see spark_entries
     *) die "unknown component $1 (known: ${ALL[*]})" ;;
   esac
 }
@@ -121,10 +132,59 @@ build_component() { # component destdir
       local cfg; cfg=$(cd "$GO_DIR/render" && go list -m -f '{{.Dir}}' knative.dev/eventing)/config/core/configmaps
       cp "$cfg/logging.yaml" "$cfg/observability.yaml" "$tmp/"
       ;;
+    kubectl)
+      # Stamped as the release it belongs to (k8s.io/kubectl v0.X.Y is Kubernetes v1.X.Y), so
+      # `kubectl version --client` says v1.X.Y as a released kubectl does.
+      local kversion="v1.${version#v0.}" kminor=${version#v0.}; kminor=${kminor%%.*}
+      (cd "$GO_DIR/kubectl" && CGO_ENABLED=0 go build "${flags[@]}" -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$kversion -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$kminor" -o "$tmp/kubectl" .)
+      ;;
     kubelet | nsforward)
       (cd "$GO_DIR/$comp" && CGO_ENABLED=0 go build "${flags[@]}" -ldflags "-s -w" -o "$tmp/$bin" .)
       ;;
   esac
+  rm -rf "$dest"; mv "$tmp" "$dest"
+}
+
+# ---- Spark: pyspark sdists from PyPI -------------------------------------------------------------
+spark_versions() { awk '!/^#/ && NF == 2 {print $1, $2}' "$SPARK_DIR/pyspark-sdists.txt"; }
+
+spark_entry_dir() { # version sha256 -> cache entry
+  local hash
+  hash=$( { echo "$2"; javac -version 2>&1; find "$SPARK_DIR/job" -type f -name '*.java' -print0 | sort -z | xargs -0 sha256sum | sed "s| $SPARK_DIR/| |"; } | sha256sum | cut -c1-12)
+  echo "$CACHE/spark-$1-$hash"
+}
+
+fetch_pyspark_sdist() { # version sha256 -> path of the verified sdist (complete or absent)
+  local version=$1 sha=$2 dir="$CACHE/pyspark-sdist" url
+  local file="$dir/pyspark-$version.tar.gz"
+  if [ -f "$file" ]; then echo "$file"; return 0; fi
+  mkdir -p "$dir"
+  # PyPI's JSON API lists the release's files; its url may be relative to the API's own URL.
+  url=$(curl -fsSL "https://pypi.org/pypi/pyspark/json" |
+    jq -r --arg v "$version" --arg sha "$sha" '.releases[$v][]? | select(.packagetype == "sdist" and .digests.sha256 == $sha) | .url' | head -n 1)
+  [ -n "$url" ] || die "PyPI lists no pyspark $version sdist with sha256 $sha"
+  case "$url" in http*) ;; *) url=$(node -e 'console.log(new URL(process.argv[1], "https://pypi.org/pypi/pyspark/json").href)' "$url") ;; esac
+  log "downloading pyspark $version from $url"
+  curl -fsSL --retry 3 -o "$file.part.$$" "$url" || { rm -f "$file.part.$$"; die "download of $url failed"; }
+  echo "$sha  $file.part.$$" | sha256sum -c --quiet >&2 || { rm -f "$file.part.$$"; die "pyspark $version: sha256 differs from the pinned $sha"; }
+  mv "$file.part.$$" "$file"
+  echo "$file"
+}
+
+build_spark() { # version sha256 destdir
+  local version=$1 sha=$2 dest=$3 sdist
+  command -v javac >/dev/null 2>&1 || die "javac is not on PATH (Java 17 JDK: the e2e compiles its Spark job)"
+  command -v curl >/dev/null 2>&1 || die "curl is not on PATH"
+  sdist=$(fetch_pyspark_sdist "$version" "$sha")
+  local tmp="$dest.tmp.$$"
+  rm -rf "$tmp"; mkdir -p "$tmp"
+  # deps/jars and deps/bin of the sdist are the wheel's pyspark/jars and pyspark/bin (setup.py's package_dir)
+  tar -xzf "$sdist" -C "$tmp" --strip-components=2 "pyspark-$version/deps/jars" "pyspark-$version/deps/bin"
+  [ -f "$tmp/jars/spark-kubernetes_2.12-$version.jar" ] || [ -f "$tmp/jars/spark-kubernetes_2.13-$version.jar" ] ||
+    die "pyspark $version has no spark-kubernetes jar"
+  mkdir -p "$tmp/job/classes"
+  javac -nowarn -cp "$tmp/jars/*" -d "$tmp/job/classes" "$SPARK_DIR"/job/*.java
+  (cd "$tmp/job/classes" && jar cf ../job.jar .)
   rm -rf "$dest"; mv "$tmp" "$dest"
 }
 
@@ -134,7 +194,7 @@ for a in "$@"; do
   case "$a" in
     --paths) mode=paths ;;
     --regen-kube-gomod) regen_kube_gomod; exit 0 ;;
-    -h | --help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,20p' "$0"; exit 0 ;;
     -*) die "unknown option $a" ;;
     *) upstream_module "$a" >/dev/null; comps+=("$a") ;;
   esac
@@ -148,6 +208,23 @@ fi
 manifest='{}'
 missing=()
 for comp in "${comps[@]}"; do
+  if [ "$comp" = spark ]; then
+    while read -r version sha; do
+      dest=$(spark_entry_dir "$version" "$sha")
+      if [ ! -f "$dest/job/job.jar" ]; then
+        if [ "$mode" = paths ]; then
+          missing+=("spark-$version")
+        else
+          log "building spark $version into $dest (a ~300-430 MB download when not cached)"
+          start=$(date +%s)
+          build_spark "$version" "$sha" "$dest"
+          log "built spark $version in $(($(date +%s) - start)) s"
+        fi
+      fi
+      manifest=$(jq -c --arg k "spark-$version" --arg v "$dest" '. + {($k): $v}' <<<"$manifest")
+    done < <(spark_versions)
+    continue
+  fi
   dest=$(entry_dir "$comp")
   bin="$dest/$(binary_name "$comp")"
   if [ ! -x "$bin" ]; then

@@ -14,9 +14,11 @@ die() { printf '[e2e-ci] error: %s\n' "$*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "needs root (network namespaces, iptables/nftables, mounts)"
 
 # iproute2 (ip netns), util-linux (nsenter), iptables + nftables (kube-proxy's two modes),
-# openssl (the run's CA), jq (build.sh), getent is in libc-bin (DNS checks from pods).
+# openssl (the run's CA), jq (build.sh), getent is in libc-bin (DNS checks from pods), curl (the
+# pyspark sdists; the Spark scenario's REST calls), a Java 17 JDK (Spark runs on it; javac compiles the
+# Spark scenario's job).
 need=()
-for pair in ip:iproute2 nsenter:util-linux iptables:iptables nft:nftables openssl:openssl jq:jq getent:libc-bin; do
+for pair in ip:iproute2 nsenter:util-linux iptables:iptables nft:nftables openssl:openssl jq:jq getent:libc-bin curl:curl javac:openjdk-17-jdk-headless; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || need+=("${pair#*:}")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -31,7 +31,17 @@ import { CASE_INFO, SPARK_CONNECT_TIMEOUT_MS, describeCodes, formatMs, skippedCa
 import type { CaseSummary } from './report.ts';
 import { SPARK_DEFAULT_CONF, scaleConf, taskGiveUp, uniformPeers } from './spark-fetch-model.ts';
 import type { FetchConf } from './spark-fetch-model.ts';
-import { SETUPS, SETUP_ORDER, buildScenarios, buildSparkRow, formatDuration, renderSparkTable, scenarioId } from './spark-report.ts';
+import {
+  SETUPS,
+  SETUP_ORDER,
+  buildScenarios,
+  buildSparkRow,
+  formatDuration,
+  renderSparkTable,
+  renderSparkWhy,
+  scenarioId,
+} from './spark-report.ts';
+import { paragraph } from './text-layout.ts';
 import type { SparkRow } from './spark-report.ts';
 import { CleanupStack, activeCleanups, findBinary, isRoot, run } from './sys.ts';
 import { RESULT_PREFIX, sparkPlanBoundMs } from './types.ts';
@@ -398,39 +408,53 @@ export function printReport(report: FastFailReport, outFile: string | null, prin
   const conf = (id: keyof typeof SETUPS): FetchConf | undefined => report.spark.scaledSettings[id];
   const d = conf('defaults-drop');
   const t = conf('tuned-drop');
+  // Every line fits REPORT_COLUMNS: paragraphs wrap, list items hang after their marker.
+  const para = (first: string, text: string): void => {
+    for (const line of paragraph(first, text)) print(line);
+  };
   print('');
-  print(`fast-fail demo - mode: ${report.mode} (${report.modeReason})`);
-  print(`A reduce task that must fetch from K=${report.peers} lost executors, re-enacted with Spark's fetch path at settings`);
-  print(
-    `scaled x${fmtFactor(f)}: connect timeout 120 s -> ${round1(d?.connectTimeoutMs ?? 0)} ms, 10 s -> ${round1(t?.connectTimeoutMs ?? 0)} ms, ` +
+  para('', `fast-fail demo - mode: ${report.mode} (${report.modeReason})`);
+  para(
+    '',
+    `A reduce task that must fetch from K=${report.peers} lost executors, re-enacted with Spark's fetch path at settings ` +
+      `scaled x${fmtFactor(f)}: connect timeout 120 s -> ${round1(d?.connectTimeoutMs ?? 0)} ms, 10 s -> ${round1(t?.connectTimeoutMs ?? 0)} ms, ` +
       `retryWait 5 s -> ${round1(d?.retryWaitMs ?? 0)} ms, maxRetries ${d?.maxRetries ?? '?'}.`,
   );
   print('');
   print(renderSparkTable(report.spark.rows));
   print('');
-  print('measured (scaled): when the task gave up (FetchFailedException) in this run.');
-  print("model (scaled): spark-fetch-model.ts at the same settings, fed with this run's connect and driver-ask times;");
-  print('  in brackets, how far the measurement is from it.');
-  print('projected: the model at the real settings. Dropped connects wait the real timeout (120 s, or 10 s); refused');
-  print('  connects keep their measured time; retryWait is 5 s.');
-  print('connects per lost peer: connect attempts made to the peer whose failure the task threw, before it failed for good.');
+  para('measured (scaled): ', 'when the task gave up (FetchFailedException) in this run.');
+  para(
+    'model (scaled): ',
+    "spark-fetch-model.ts at the same settings, fed with this run's connect and driver-ask times; in brackets, how far the measurement is from it.",
+  );
+  para(
+    'projected: ',
+    'the model at the real settings. Dropped connects wait the real timeout (120 s, or 10 s); refused connects keep their measured time; retryWait is 5 s.',
+  );
+  para('connects per lost peer: ', 'connect attempts made to the peer whose failure the task threw, before it failed for good.');
+  print('Why the task gave up:');
+  for (const line of renderSparkWhy(report.spark.rows)) print(line);
   print('');
-  print(`Per connect (part 1: ${report.peers} connects per case, one at a time, timeout ${report.timeoutMs} ms, no Spark logic):`);
+  para('', `Per connect (part 1: ${report.peers} connects per case, one at a time, timeout ${report.timeoutMs} ms, no Spark logic):`);
   for (const c of report.cases) {
-    print(
+    const text =
       c.skipped !== undefined
-        ? `  ${CASE_INFO[c.id].title}: skipped (${c.skipped})`
-        : `  ${CASE_INFO[c.id].title}: ${formatMs(c.p50Ms)} per peer (p50), ${formatMs(c.totalMs)} in total; ${describeCodes(c)}`,
-    );
+        ? `skipped (${c.skipped})`
+        : `${formatMs(c.p50Ms)} per peer (p50), ${formatMs(c.totalMs)} in total; ${describeCodes(c)}`;
+    para(`  ${CASE_INFO[c.id].title}: `, text);
   }
   print('');
-  for (const n of report.notes) print(`* ${n}`);
+  for (const n of report.notes) para('* ', n);
   print('');
   print('Simulated here:');
-  for (const s of report.simulated) print(`  - ${s}`);
+  for (const s of report.simulated) para('  - ', s);
   print('A real cluster adds:');
-  for (const s of report.realClusterAdds) print(`  - ${s}`);
-  if (outFile !== null) print(`\nJSON: ${path.relative(process.cwd(), outFile) || outFile}`);
+  for (const s of report.realClusterAdds) para('  - ', s);
+  if (outFile !== null) {
+    print('');
+    para('JSON: ', path.relative(process.cwd(), outFile) || outFile);
+  }
 }
 
 const USAGE = `usage: node proof/fast-fail/run.ts [--peers K] [--timeout-ms T] [--mode auto|netns|loopback] [--out FILE]
@@ -458,7 +482,9 @@ async function main(): Promise<number> {
   const mode = values.mode;
   if (mode !== 'auto' && mode !== 'netns' && mode !== 'loopback') throw new Error(`bad --mode ${mode}\n${USAGE}`);
   const outFile = path.resolve(values.out);
-  const log = (line: string): void => console.error(`[fast-fail] ${line}`);
+  const log = (line: string): void => {
+    for (const l of paragraph('[fast-fail] ', line)) console.error(l);
+  };
   // Signals: undo namespaces / kill children synchronously, then exit.
   const onSignal = (signal: NodeJS.Signals): void => {
     log(`${signal}: cleaning up`);

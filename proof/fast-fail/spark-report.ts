@@ -4,6 +4,7 @@
  * checked against spark-fetch-model.ts at the same scaled settings and then projected with the
  * model to the real settings.
  */
+import { REPORT_COLUMNS, fitTable, keepUnits, paragraph } from './text-layout.ts';
 import { SPARK_DEFAULT_CONF, SPARK_TUNED_CONF, scaleConf, taskGiveUp, uniformPeers } from './spark-fetch-model.ts';
 import type { ConnectOutcome, FetchConf, TaskGiveUp } from './spark-fetch-model.ts';
 import type { SparkScenarioPlan, SparkScenarioResult, TargetPlan } from './types.ts';
@@ -171,7 +172,8 @@ function why(row: SparkRow): string {
   return `${exc}; ${bound}`;
 }
 
-export function renderSparkTable(rows: SparkRow[]): string {
+/** The table of the Spark rows, at most `width` columns wide (cells wrap); why each task gave up is in renderSparkWhy. */
+export function renderSparkTable(rows: SparkRow[], width: number = REPORT_COLUMNS): string {
   const header = [
     'set-up',
     'driver knows executor is dead',
@@ -179,24 +181,27 @@ export function renderSparkTable(rows: SparkRow[]): string {
     'model (scaled)',
     'projected @ real settings',
     'connects per lost peer (model)',
-    'why the task gives up',
   ];
   const body = rows.map((r) => {
     if (r.skipped !== undefined || r.measured === null) {
-      return [r.title, r.driverKnows ? 'yes' : 'no', `skipped: ${r.skipped ?? 'not run'}`, '-', '-', '-', '-'];
+      return [r.title, r.driverKnows ? 'yes' : 'no', `skipped: ${r.skipped ?? 'not run'}`, '-', '-', '-'];
     }
     const dev = r.deviation === null ? '' : ` (${r.deviation >= 0 ? '+' : ''}${(r.deviation * 100).toFixed(1)} %)`;
     return [
       r.title,
       r.driverKnows ? 'yes' : 'no',
-      formatDuration(r.measured.giveUpMs),
-      `${formatDuration(r.modelScaled?.giveUpMs ?? null)}${dev}`,
-      formatDuration(r.projected?.giveUpMs ?? null),
+      keepUnits(formatDuration(r.measured.giveUpMs)),
+      keepUnits(`${formatDuration(r.modelScaled?.giveUpMs ?? null)}${dev}`),
+      keepUnits(formatDuration(r.projected?.giveUpMs ?? null)),
       `${r.measured.failingPeerConnects} (${r.modelScaled?.failingPeerConnects ?? '-'})`,
-      why(r),
     ];
   });
-  const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => (row[i] ?? '').length)));
-  const line = (cells: string[]): string => `| ${cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join(' | ')} |`;
-  return [line(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...body.map(line)].join('\n');
+  return fitTable(header, body, width);
+}
+
+/** Why the task gave up, one wrapped item per row that ran. */
+export function renderSparkWhy(rows: SparkRow[], width: number = REPORT_COLUMNS): string[] {
+  return rows
+    .filter((r) => r.measured !== null && r.skipped === undefined)
+    .flatMap((r) => paragraph('  - ', `${r.title}, driver ${r.driverKnows ? 'knows' : 'does not know'}: ${why(r)}`, width));
 }

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -8,9 +8,10 @@ import { executorServiceName } from '../../shared/model/naming.ts';
 import type { ContentMode } from '../../testkit/apiserversource.ts';
 import { type Harness, startHarness } from '../../testkit/harness.ts';
 import { type PodBody, driverPod, executorPod, sparkAppId } from '../../testkit/spark-pods.ts';
+import { requireKubectl, skipWithoutKubectl } from '../../testkit/kubectl.ts';
 
 const NS = 'spark';
-const KUBECTL = '/usr/bin/kubectl';
+const SKIP_KUBECTL = skipWithoutKubectl('lifecycle.test', 'the independent kubectl client');
 const run = promisify(execFile);
 
 type Svc = {
@@ -419,13 +420,13 @@ describe('sweep (PingSource)', () => {
 });
 
 describe('independent client: kubectl', () => {
-  it.skipIf(!existsSync(KUBECTL))('kubectl sees the Services the function created', async () => {
+  it.skipIf(SKIP_KUBECTL)('kubectl sees the Services the function created', async () => {
     h = await startHarness();
     const app = sparkApp(h);
     await h.send('add', app.executor('1'));
     const kubeconfig = join(mkdtempSync(join(tmpdir(), 'sxs-kubectl-')), 'config');
     h.emulator.writeKubeconfig(kubeconfig);
-    const { stdout } = await run(KUBECTL, [
+    const { stdout } = await run(requireKubectl(), [
       '--kubeconfig',
       kubeconfig,
       '-n',

@@ -17,6 +17,7 @@ import { loadAllYaml, loadYaml } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { findBinary, isRoot } from '../../proof/fast-fail/sys.ts';
 import { executorServiceName } from '../../shared/model/naming.ts';
+import { requireKubectl, skipWithoutKubectl } from '../../testkit/kubectl.ts';
 import {
   APP,
   argAfter,
@@ -718,15 +719,17 @@ describe('pod template and ConfigMap', () => {
     expect(kustomization.generatorOptions.disableNameSuffixHash).toBe(true);
   });
 
-  const kubectl = spawnSync('kubectl', ['version', '--client'], { stdio: 'ignore' }).status === 0;
-  it.skipIf(!kubectl)('kubectl kustomize spark/ builds the ConfigMap with the three scripts, offline', () => {
-    const built = spawnSync('kubectl', ['kustomize', SPARK_DIR], { encoding: 'utf8' });
-    expect(built.status).toBe(0);
-    const docs = loadAllYaml(built.stdout) as { kind: string; metadata: { name: string }; data: Record<string, string> }[];
-    expect(docs).toHaveLength(1);
-    const cm = docs[0];
-    expect(cm?.kind).toBe('ConfigMap');
-    expect(cm?.metadata.name).toBe('spark-exec-svc-scripts');
-    for (const f of generator?.files ?? []) expect(cm?.data[f]).toBe(readFileSync(join(SPARK_DIR, f), 'utf8'));
-  });
+  it.skipIf(skipWithoutKubectl('entrypoint.test', 'kubectl kustomize spark/'))(
+    'kubectl kustomize spark/ builds the ConfigMap with the three scripts, offline',
+    () => {
+      const built = spawnSync(requireKubectl(), ['kustomize', SPARK_DIR], { encoding: 'utf8' });
+      expect(built.status).toBe(0);
+      const docs = loadAllYaml(built.stdout) as { kind: string; metadata: { name: string }; data: Record<string, string> }[];
+      expect(docs).toHaveLength(1);
+      const cm = docs[0];
+      expect(cm?.kind).toBe('ConfigMap');
+      expect(cm?.metadata.name).toBe('spark-exec-svc-scripts');
+      for (const f of generator?.files ?? []) expect(cm?.data[f]).toBe(readFileSync(join(SPARK_DIR, f), 'utf8'));
+    },
+  );
 });

@@ -11,10 +11,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../shared/ops/config.ts';
 import { newMetrics } from '../../shared/ops/metrics.ts';
 import { PANELS, dashboardJson } from '../../scripts/grafana-dashboard.ts';
-import { REPO_ROOT as ROOT, TEST_IMAGE, configuredTree, findKubectl, kustomizeObjects } from './kustomize.ts';
+import { REPO_ROOT as ROOT, TEST_IMAGE, configuredTree, kustomizeObjects, requireKubectl, skipWithoutKubectl } from './kustomize.ts';
 import { type CommandResult, runCommand } from '../../testkit/process.ts';
 
-const KUBECTL = findKubectl();
+const SKIP_KUBECTL = skipWithoutKubectl('install-story.test', 'the rendered install story and release script checks');
 const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
 const README = read('README.md');
 const DEPLOY = read('docs/deploy.md');
@@ -102,7 +102,7 @@ describe('one namespace throughout the install story', () => {
     expect(FN_ENV['WATCH_NAMESPACES']).toBeUndefined(); // = its own namespace
   });
 
-  it.skipIf(KUBECTL === undefined)(
+  it.skipIf(SKIP_KUBECTL)(
     'docs/deploy.md\'s "another namespace" kustomization builds, and moves everything including the executor scripts',
     async () => {
       const tree = configuredTree();
@@ -118,7 +118,7 @@ describe('one namespace throughout the install story', () => {
         writeFileSync(path.join(checkout, 'my-install/kustomization.yaml'), example.body);
         try {
           const objs = await kustomizeObjects<{ kind: string; metadata: { name: string; namespace?: string } }>(
-            KUBECTL!,
+            requireKubectl(),
             'my-install',
             checkout,
           );
@@ -323,13 +323,13 @@ describe('scripts/release.sh, up to the image build (no container engine here)',
   });
   afterAll(() => rmSync(tree, { recursive: true, force: true }));
 
-  it.skipIf(KUBECTL === undefined)(
+  it.skipIf(SKIP_KUBECTL)(
     'builds for amd64 and arm64 with OCI labels, pushes, pins image.env by digest and writes the install manifest',
     async () => {
       const version = '0.1.0';
       const r = await run('sh', ['scripts/release.sh', 'registry.example.com/team/spark-exec-svc', version], {
         cwd: tree,
-        env: { DOCKER: path.join(tree, 'docker'), KUBECTL: KUBECTL! },
+        env: { DOCKER: path.join(tree, 'docker'), KUBECTL: requireKubectl() },
       });
       expect(r.stderr).toBe('');
       expect(r.code).toBe(0);
@@ -359,7 +359,7 @@ describe('scripts/release.sh, up to the image build (no container engine here)',
   );
 
   it('refuses what it cannot release, before building anything', async () => {
-    const env = { DOCKER: path.join(tree, 'docker'), KUBECTL: KUBECTL ?? 'kubectl' };
+    const env = { DOCKER: path.join(tree, 'docker'), KUBECTL: SKIP_KUBECTL ? 'kubectl' : requireKubectl() };
     rmSync(path.join(tree, 'docker-args'), { force: true });
     expect((await run('sh', ['scripts/release.sh', 'registry.example.com/x', 'v1'], { cwd: tree, env })).code).toBe(2);
     expect((await run('sh', ['scripts/release.sh', 'registry.example.com/x:1.0', '1.0.0'], { cwd: tree, env })).code).toBe(2);

@@ -4,7 +4,7 @@
  * knative/ and spark/ in which IMAGE is set, as docs/deploy.md's first step says.
  */
 import { execFile } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,14 +15,7 @@ export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url
 /** The image the tests set, pinned by digest as a release writes it. */
 export const TEST_IMAGE = `registry.example.com/team/spark-exec-svc@sha256:${'0123456789abcdef'.repeat(4)}`;
 
-export function findKubectl(): string | undefined {
-  const candidates = [
-    process.env['KUBECTL'],
-    '/usr/bin/kubectl',
-    ...(process.env['PATH'] ?? '').split(path.delimiter).map((d) => path.join(d, 'kubectl')),
-  ];
-  return candidates.find((c): c is string => c !== undefined && c !== '' && existsSync(c));
-}
+export { requireKubectl, skipWithoutKubectl } from '../../testkit/kubectl.ts';
 
 /** A copy of knative/ and spark/ (the only trees the kustomizations read) with IMAGE set. */
 export function configuredTree(image: string = TEST_IMAGE): string {

@@ -9,7 +9,7 @@
  * missing binary fails instead.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { dump } from 'js-yaml';
@@ -20,16 +20,14 @@ import { type Harness, startHarness } from '../../testkit/harness.ts';
 import { freePort } from '../../testkit/process.ts';
 import { prometheusTools, toolVersion } from './prometheus-tools.ts';
 import { driverPod, executorPod, sparkAppId } from '../../testkit/spark-pods.ts';
-import { kustomizeObjects } from './kustomize.ts';
+import { kustomizeObjects, requireKubectl, skipWithoutKubectl } from './kustomize.ts';
 
 const NS = 'spark';
 const JOB = 'spark-exec-svc';
 const WAIT_MS = 20_000;
 const tools = prometheusTools('metrics-prometheus.test');
 const skip = tools.skip(['prometheus'], 'the Prometheus server test');
-const KUBECTL = ['/usr/bin/kubectl', ...(process.env['PATH'] ?? '').split(path.delimiter).map((d) => path.join(d, 'kubectl'))].find((c) =>
-  existsSync(c),
-);
+const SKIP_RULES = skipWithoutKubectl('metrics-prometheus.test', 'loading the alert rules into the server');
 
 let h: Harness;
 let prometheus: ChildProcess | undefined;
@@ -84,10 +82,10 @@ const byLabel = async (promql: string, label: string): Promise<Record<string, nu
 
 /** The alert rules of the monitoring overlay, as a Prometheus rules file (spec.groups of the PrometheusRule). */
 async function writeRulesFile(file: string): Promise<boolean> {
-  if (KUBECTL === undefined) return false;
-  const rule = (await kustomizeObjects<{ kind?: string; spec?: { groups?: unknown } }>(KUBECTL, 'knative/overlays/monitoring')).find(
-    (d) => d?.kind === 'PrometheusRule',
-  );
+  if (SKIP_RULES) return false;
+  const rule = (
+    await kustomizeObjects<{ kind?: string; spec?: { groups?: unknown } }>(requireKubectl(), 'knative/overlays/monitoring')
+  ).find((d) => d?.kind === 'PrometheusRule');
   if (rule?.spec?.groups === undefined) throw new Error('knative/overlays/monitoring has no PrometheusRule');
   writeFileSync(file, dump({ groups: rule.spec.groups }));
   return true;

@@ -11,7 +11,7 @@
  * checked by mutation: with the alert's expression replaced by one that never fires, its firing
  * tests must fail; by one that always fires, its quiet tests must fail.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,20 +21,16 @@ import { PodMonitor } from '@kubernetes-models/prometheus-operator/monitoring.co
 import { PrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule';
 import { METRICS_PATH, newMetrics } from '../../shared/ops/metrics.ts';
 import { prometheusTools, runTool, toolVersion } from './prometheus-tools.ts';
-import { kustomizeObjects } from './kustomize.ts';
+import { configuredTree, kustomizeObjects, requireKubectl, skipWithoutKubectl } from './kustomize.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const OVERLAY = 'knative/overlays/monitoring';
+/** What knative/overlays/monitoring/runbook.env ships, as docs/metrics.md documents it. */
+const DEFAULT_RUNBOOK_BASE = 'https://spark-exec-svc.invalid/docs/metrics.md';
 const FIXTURE = path.join(ROOT, 'test/fixtures/alerts.promtool-test.yaml');
-const KUBECTL = [
-  process.env['KUBECTL'],
-  '/usr/bin/kubectl',
-  ...(process.env['PATH'] ?? '').split(path.delimiter).map((d) => path.join(d, 'kubectl')),
-].find((c): c is string => c !== undefined && c !== '' && existsSync(c));
-if (KUBECTL === undefined)
-  console.warn('[metrics-rules.test] SKIPPING the monitoring overlay checks: no kubectl at /usr/bin/kubectl, $KUBECTL or on PATH.');
+const SKIP_KUBECTL = skipWithoutKubectl('metrics-rules.test', 'the monitoring overlay checks');
 const tools = prometheusTools('metrics-rules.test');
-const skipPromtool = KUBECTL === undefined || tools.skip(['promtool'], 'promtool check rules / test rules');
+const skipPromtool = SKIP_KUBECTL || tools.skip(['promtool'], 'promtool check rules / test rules');
 
 /** The alerts the issue asks for, by what they watch. */
 const REQUIRED_ALERTS = [
@@ -115,9 +111,9 @@ function withExpr(alert: string, expr: string): RuleGroup[] {
   return groups.map((g) => ({ ...g, rules: g.rules.map((r) => (r.alert === alert ? { ...r, expr } : r)) }));
 }
 
-describe.skipIf(KUBECTL === undefined)(`${OVERLAY}`, () => {
+describe.skipIf(SKIP_KUBECTL)(`${OVERLAY}`, () => {
   beforeAll(async () => {
-    objects = await kustomizeObjects<K8sObject>(KUBECTL!, OVERLAY);
+    objects = await kustomizeObjects<K8sObject>(requireKubectl(), OVERLAY);
     groups = (ofKind('PrometheusRule')[0]?.spec['groups'] ?? []) as RuleGroup[];
     dir = mkdtempSync(path.join(os.tmpdir(), 'sxs-rules-'));
   });
@@ -127,7 +123,7 @@ describe.skipIf(KUBECTL === undefined)(`${OVERLAY}`, () => {
   });
 
   it('is the base plus two PodMonitors (function, adapter) and one PrometheusRule, valid against @kubernetes-models/prometheus-operator', async () => {
-    const base = await kustomizeObjects<K8sObject>(KUBECTL!, 'knative/base');
+    const base = await kustomizeObjects<K8sObject>(requireKubectl(), 'knative/base');
     expect(objects.filter((o) => o.apiVersion !== 'monitoring.coreos.com/v1')).toEqual(base);
     expect(
       objects
@@ -189,10 +185,29 @@ describe.skipIf(KUBECTL === undefined)(`${OVERLAY}`, () => {
       expect(rule.annotations?.['summary'], rule.alert).toBeTruthy();
       expect(rule.annotations?.['description'], rule.alert).toBeTruthy();
       expect(rule.annotations?.['description'], `${rule.alert}: static (test/fixtures copies it)`).not.toMatch(/\{\{/);
-      // The runbook: a section of docs/metrics.md named after the alert (GitHub's heading anchor).
-      expect(rule.annotations?.['runbook_url'], rule.alert).toBe(`docs/metrics.md#${String(rule.alert).toLowerCase()}`);
+      // The runbook: a section of docs/metrics.md named after the alert (GitHub's heading anchor),
+      // under the documented default base until the user sets theirs (next test).
+      expect(rule.annotations?.['runbook_url'], rule.alert).toBe(`${DEFAULT_RUNBOOK_BASE}#${String(rule.alert).toLowerCase()}`);
       expect(readFileSync(path.join(ROOT, 'docs/metrics.md'), 'utf8').split('\n'), rule.alert).toContain(`### ${rule.alert}`);
     }
+  });
+
+  it('runbook_url is absolute, from one line (RUNBOOK_BASE_URL in runbook.env), documented with its default', async () => {
+    // The default documented in docs/metrics.md is an absolute URL, and it is what the overlay ships.
+    const metricsDoc = readFileSync(path.join(ROOT, 'docs/metrics.md'), 'utf8');
+    expect(metricsDoc).toContain(`RUNBOOK_BASE_URL=${DEFAULT_RUNBOOK_BASE}`);
+    expect(new URL(DEFAULT_RUNBOOK_BASE).protocol).toBe('https:');
+    // Set as docs/metrics.md says, the one line changes every alert's link and nothing else.
+    const base = 'https://git.example.com/team/spark-exec-svc/blob/v1.2.3/docs/metrics.md';
+    const tree = configuredTree();
+    writeFileSync(path.join(tree, OVERLAY, 'runbook.env'), `RUNBOOK_BASE_URL=${base}\n`);
+    const built = await kustomizeObjects<K8sObject>(requireKubectl(), OVERLAY, tree);
+    const rules = ((built.find((o) => o.kind === 'PrometheusRule')?.spec['groups'] ?? []) as RuleGroup[]).flatMap((g) => g.rules);
+    expect(rules.length).toBe(REQUIRED_ALERTS.length);
+    for (const rule of rules) expect(rule.annotations?.['runbook_url'], rule.alert).toBe(`${base}#${String(rule.alert).toLowerCase()}`);
+    const stripRunbooks = (objs: K8sObject[]) => JSON.stringify(objs).replaceAll(/"runbook_url":"[^"]*"/g, '');
+    expect(stripRunbooks(built)).toBe(stripRunbooks(objects));
+    rmSync(tree, { recursive: true, force: true });
   });
 
   it('every series the rules read is one the function exports (a renamed metric fails here)', async () => {

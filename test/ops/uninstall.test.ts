@@ -16,13 +16,13 @@ import { executorServiceName } from '../../shared/model/naming.ts';
 import { type KubeEmulator, startEmulator } from '../../packages/kube-emulator/index.ts';
 import { startHarness } from '../../testkit/harness.ts';
 import { type CommandResult, runCommand } from '../../testkit/process.ts';
-import { findKubectl } from './kustomize.ts';
+import { requireKubectl, skipWithoutKubectl } from './kustomize.ts';
 import { type PodBody, driverPod, executorPod, sparkAppId } from '../../testkit/spark-pods.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const SCRIPT = path.join(ROOT, 'scripts/delete-leftover-services.sh');
 const NS = 'spark';
-const KUBECTL = findKubectl();
+const SKIP_KUBECTL = skipWithoutKubectl('uninstall.test', 'the uninstall script against the emulator');
 
 interface Svc {
   metadata: {
@@ -127,7 +127,7 @@ async function namespaceAfterUninstall(): Promise<{
   expect(marks[names.live1]).toBeUndefined();
   return {
     emu,
-    env: { KUBECTL: KUBECTL!, KUBECTL_ARGS: `--kubeconfig ${kubeconfig} --cache-dir ${path.join(work, 'cache')}` },
+    env: { KUBECTL: requireKubectl(), KUBECTL_ARGS: `--kubeconfig ${kubeconfig} --cache-dir ${path.join(work, 'cache')}` },
     live: { driver: liveDriver, executors: liveExecutors },
     names,
   };
@@ -139,7 +139,7 @@ const serviceNames = (emu: KubeEmulator) =>
     .map((s) => (s as unknown as Svc).metadata.name)
     .sort();
 
-describe.skipIf(KUBECTL === undefined)('scripts/delete-leftover-services.sh against the API-server emulator', () => {
+describe.skipIf(SKIP_KUBECTL)('scripts/delete-leftover-services.sh against the API-server emulator', () => {
   it('deletes only Services of finished drivers and of executors gone past the cool-down; a live executor keeps its Service', async () => {
     const { emu, env, live, names } = await namespaceAfterUninstall();
     const before = serviceNames(emu);
@@ -206,7 +206,7 @@ describe.skipIf(KUBECTL === undefined)('scripts/delete-leftover-services.sh agai
       ].join('\n'),
       { mode: 0o755 },
     );
-    const r = await runScript([NS], { ...env, KUBECTL: racer, REAL_KUBECTL: KUBECTL! });
+    const r = await runScript([NS], { ...env, KUBECTL: racer, REAL_KUBECTL: requireKubectl() });
     expect(r.code).toBe(0);
     for (const n of [names.live2, names.done1, names.done2]) {
       expect(r.stdout).toContain(`keep   ${NS}/${n}: changed since it was read; left alone (run again)`);

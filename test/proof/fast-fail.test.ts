@@ -11,7 +11,8 @@ import { describe, expect, it } from 'vitest';
 import { median, projectTotal, SPARK_CONNECT_TIMEOUT_MS } from '../../proof/fast-fail/report.ts';
 import { expectedRunMs, netnsPrerequisites, runFastFail } from '../../proof/fast-fail/run.ts';
 import type { FastFailReport } from '../../proof/fast-fail/run.ts';
-import { renderSparkTable } from '../../proof/fast-fail/spark-report.ts';
+import { printReport } from '../../proof/fast-fail/run.ts';
+import { formatDuration, renderSparkTable } from '../../proof/fast-fail/spark-report.ts';
 import type { SparkRow } from '../../proof/fast-fail/spark-report.ts';
 import { findBinary, run } from '../../proof/fast-fail/sys.ts';
 
@@ -34,6 +35,38 @@ function giveUp(row: SparkRow, which: 'measured' | 'projected'): number {
   const v = which === 'measured' ? row.measured?.giveUpMs : row.projected?.giveUpMs;
   if (v === undefined) throw new Error(`row ${row.id} has no ${which} value`);
   return v;
+}
+
+/** A pipe table as printed: cells of a row may wrap onto the next lines; rows are parted by rules when any wraps. */
+function readTable(text: string): { header: string[]; rows: string[][] } {
+  const blocks: string[][][] = [[]];
+  for (const line of text.split('\n')) {
+    if (/^\|[-|]+\|$/.test(line)) blocks.push([]);
+    else
+      blocks.at(-1)?.push(
+        line
+          .slice(1, -1)
+          .split('|')
+          .map((c) => c.trim()),
+      );
+  }
+  const join = (lines: string[][]): string[] =>
+    (lines[0] ?? []).map((_, i) =>
+      lines
+        .map((l) => l[i] ?? '')
+        .filter((c) => c !== '')
+        .join(' '),
+    );
+  const [header = [], ...rows] = blocks.filter((b) => b.length > 0).map(join);
+  return { header, rows };
+}
+
+/** Every line the demo prints is at most 100 columns wide. */
+function expectFitsColumns(report: FastFailReport): void {
+  const printed: string[] = [];
+  printReport(report, '/tmp/fast-fail.json', (line) => printed.push(...line.split('\n')));
+  expect(printed.length).toBeGreaterThan(20);
+  for (const line of printed) expect(line.length, line).toBeLessThanOrEqual(100);
 }
 
 const SPARK_IDS = [
@@ -110,12 +143,22 @@ describe('fast-fail demo, netns mode', () => {
 
     // The Spark table: three set-ups x driver knows / not, all run.
     expect(report.spark.rows.map((r) => r.id)).toEqual(SPARK_IDS);
-    const table = renderSparkTable(report.spark.rows).split('\n');
-    expect(table).toHaveLength(2 + SPARK_IDS.length);
-    expect(table[0]).toContain('measured (scaled)');
-    expect(table[0]).toContain('projected @ real settings');
-    expect(table[0]).toContain('connects per lost peer');
-    for (const line of table.slice(2)) expect(line).not.toContain('skipped');
+    // Read back column by column, the table holds each row's values (issue 20: readable at 100 columns).
+    const table = readTable(renderSparkTable(report.spark.rows));
+    expect(table.header).toEqual([
+      'set-up',
+      'driver knows executor is dead',
+      'measured (scaled)',
+      'model (scaled)',
+      'projected @ real settings',
+      'connects per lost peer (model)',
+    ]);
+    expect(table.rows.map((r) => r.slice(0, 3))).toEqual(
+      report.spark.rows.map((r) => [r.title, r.driverKnows ? 'yes' : 'no', formatDuration(r.measured?.giveUpMs ?? null)]),
+    );
+    expect(table.rows.map((r) => r[4])).toEqual(report.spark.rows.map((r) => formatDuration(r.projected?.giveUpMs ?? null)));
+    for (const row of table.rows) expect(row.join(' ')).not.toContain('skipped');
+    expectFitsColumns(report);
     checkSparkRowsFollowSpark(report, SPARK_IDS);
 
     // Projected to the real settings, by hand from Spark's rules (K=2; the driver ask adds < 1 s):
@@ -169,5 +212,6 @@ describe('fast-fail demo, loopback fallback', () => {
     checkSparkRowsFollowSpark(report, SPARK_IDS.slice(0, 4));
     expect(rowOf(report, 'service-reject/driver-knows').skipped).toContain('REJECT');
     expect(rowOf(report, 'service-reject/driver-unaware').skipped).toContain('REJECT');
+    expectFitsColumns(report);
   });
 });

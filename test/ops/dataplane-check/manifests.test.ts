@@ -15,7 +15,8 @@ import {
   SCRIPT_TEXT,
   NAME,
   SCRIPT_SETTINGS,
-  KUBECTL,
+  SKIP_KUBECTL,
+  requireKubectl,
   CURL,
   SHELLS,
   runScript,
@@ -29,7 +30,7 @@ import {
   type EnvVar,
   type JobObj,
 } from './support.ts';
-describe.skipIf(KUBECTL === undefined)('knative/dataplane-check manifests', () => {
+describe.skipIf(SKIP_KUBECTL)('knative/dataplane-check manifests', () => {
   let objs: K8sObject[] = [];
   beforeAll(async () => {
     objs = await kustomize(DIR);
@@ -201,81 +202,78 @@ describe.skipIf(KUBECTL === undefined)('knative/dataplane-check manifests', () =
 // 2b. The real kubectl against the project's API-server emulator (test/kube-emulator): every call
 // the script makes is one kubectl accepts, the Service passes the API server's strict decoding
 // and validation, and the owner reference really garbage-collects the Service.
-describe.skipIf(CURL === undefined || KUBECTL === undefined)(
-  'dataplane-check.sh with the real kubectl against the API-server emulator',
-  () => {
-    let emu: KubeEmulator;
-    let dir = '';
-    beforeAll(async () => {
-      emu = await startEmulator();
-      dir = mkdtempSync(path.join(os.tmpdir(), 'dpc-emu-'));
-      emu.writeKubeconfig(path.join(dir, 'kubeconfig'));
-    });
-    afterAll(async () => {
-      await emu.stop();
-      rmSync(dir, { recursive: true, force: true });
-    });
-    // The probe's answer depends on this machine's network (the emulator's ClusterIPs are not
-    // routed here): these tests look at the Kubernetes side only.
-    const env = () => ({
-      KUBECONFIG: path.join(dir, 'kubeconfig'),
-      HOME: dir,
-      TMPDIR: dir,
-      KUBECTL: KUBECTL!,
-      NAMESPACE: 'spark',
-      ATTEMPTS: '1',
-      CONNECT_TIMEOUT_SECONDS: '0.3',
-      PROGRAM_DELAY_SECONDS: '0',
-    });
-    interface Stored {
-      metadata: { name: string; uid: string; ownerReferences?: unknown[] };
-    }
-    const checkServices = () =>
-      (emu.listObjects('services', 'spark') as unknown as Stored[]).filter((s) => s.metadata.name.startsWith(`${NAME}-`));
-    const pod = (name: string) =>
-      emu.seed({
-        kind: 'Pod',
-        apiVersion: 'v1',
-        metadata: { name, namespace: 'spark' },
-        spec: { containers: [{ name: 'check', image: 'alpine/k8s:1.34.1' }] },
-        status: { phase: 'Running' },
-      }) as Stored;
+describe.skipIf(CURL === undefined || SKIP_KUBECTL)('dataplane-check.sh with the real kubectl against the API-server emulator', () => {
+  let emu: KubeEmulator;
+  let dir = '';
+  beforeAll(async () => {
+    emu = await startEmulator();
+    dir = mkdtempSync(path.join(os.tmpdir(), 'dpc-emu-'));
+    emu.writeKubeconfig(path.join(dir, 'kubeconfig'));
+  });
+  afterAll(async () => {
+    await emu.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  // The probe's answer depends on this machine's network (the emulator's ClusterIPs are not
+  // routed here): these tests look at the Kubernetes side only.
+  const env = () => ({
+    KUBECONFIG: path.join(dir, 'kubeconfig'),
+    HOME: dir,
+    TMPDIR: dir,
+    KUBECTL: requireKubectl(),
+    NAMESPACE: 'spark',
+    ATTEMPTS: '1',
+    CONNECT_TIMEOUT_SECONDS: '0.3',
+    PROGRAM_DELAY_SECONDS: '0',
+  });
+  interface Stored {
+    metadata: { name: string; uid: string; ownerReferences?: unknown[] };
+  }
+  const checkServices = () =>
+    (emu.listObjects('services', 'spark') as unknown as Stored[]).filter((s) => s.metadata.name.startsWith(`${NAME}-`));
+  const pod = (name: string) =>
+    emu.seed({
+      kind: 'Pod',
+      apiVersion: 'v1',
+      metadata: { name, namespace: 'spark' },
+      spec: { containers: [{ name: 'check', image: 'alpine/k8s:1.34.1' }] },
+      status: { phase: 'Running' },
+    }) as Stored;
 
-    it('create, get and delete go through; the Service gets a ClusterIP from the service CIDR; nothing is left', async () => {
-      const owner = pod('dpc-run-1');
-      emu.resetRequests();
-      const r = await runScript({
-        shell: SHELLS.at(-1)!.argv,
-        env: { ...env(), OWNER_POD_NAME: owner.metadata.name, OWNER_POD_UID: owner.metadata.uid },
-      });
-      expect(r.stderr).toBe('');
-      expect([0, 2, 3]).toContain(r.code); // a verdict, whichever
-      expect(r.verdict?.target).toMatch(/^10\.(9[6-9]|10\d|11[01])\.\d+\.\d+:7079$/);
-      expect(r.deletedVerdict?.target).toBe(r.verdict?.target);
-      expect(r.stdout).toContain('deleted Service spark/');
-      const svcCalls = emu.requests.filter((q) => q.resource === 'services');
-      expect(svcCalls.filter((q) => q.verb === 'create').map((q) => q.status)).toEqual([201]);
-      expect(svcCalls.filter((q) => q.verb === 'get' && q.status === 200).length).toBeGreaterThanOrEqual(1);
-      expect(svcCalls.filter((q) => q.verb === 'delete').map((q) => q.status)).toContain(200);
-      // Only services, only in its namespace.
-      expect(emu.requests.filter((q) => q.resource !== undefined && q.resource !== 'services')).toEqual([]);
-      expect(svcCalls.every((q) => q.namespace === 'spark')).toBe(true);
-      expect(checkServices()).toEqual([]);
+  it('create, get and delete go through; the Service gets a ClusterIP from the service CIDR; nothing is left', async () => {
+    const owner = pod('dpc-run-1');
+    emu.resetRequests();
+    const r = await runScript({
+      shell: SHELLS.at(-1)!.argv,
+      env: { ...env(), OWNER_POD_NAME: owner.metadata.name, OWNER_POD_UID: owner.metadata.uid },
     });
+    expect(r.stderr).toBe('');
+    expect([0, 2, 3]).toContain(r.code); // a verdict, whichever
+    expect(r.verdict?.target).toMatch(/^10\.(9[6-9]|10\d|11[01])\.\d+\.\d+:7079$/);
+    expect(r.deletedVerdict?.target).toBe(r.verdict?.target);
+    expect(r.stdout).toContain('deleted Service spark/');
+    const svcCalls = emu.requests.filter((q) => q.resource === 'services');
+    expect(svcCalls.filter((q) => q.verb === 'create').map((q) => q.status)).toEqual([201]);
+    expect(svcCalls.filter((q) => q.verb === 'get' && q.status === 200).length).toBeGreaterThanOrEqual(1);
+    expect(svcCalls.filter((q) => q.verb === 'delete').map((q) => q.status)).toContain(200);
+    // Only services, only in its namespace.
+    expect(emu.requests.filter((q) => q.resource !== undefined && q.resource !== 'services')).toEqual([]);
+    expect(svcCalls.every((q) => q.namespace === 'spark')).toBe(true);
+    expect(checkServices()).toEqual([]);
+  });
 
-    it('killed with SIGKILL it cannot clean up, but the Service is owned by its pod: deleting the pod collects it', async () => {
-      const owner = pod('dpc-run-2');
-      const r = await runScript({
-        shell: SHELLS.at(-1)!.argv,
-        env: { ...env(), PROGRAM_DELAY_SECONDS: '30', OWNER_POD_NAME: owner.metadata.name, OWNER_POD_UID: owner.metadata.uid },
-        onLine: (line) => (line.includes('waiting 30s for the proxy') ? 'SIGKILL' : undefined),
-      });
-      expect(r.signal).toBe('SIGKILL');
-      const left = checkServices();
-      expect(left).toHaveLength(1);
-      expect(left[0]!.metadata.ownerReferences).toEqual([{ apiVersion: 'v1', kind: 'Pod', name: 'dpc-run-2', uid: owner.metadata.uid }]);
-      emu.deleteObject('pods', 'spark', 'dpc-run-2'); // what ttlSecondsAfterFinished does to the Job's pod
-      expect(checkServices()).toEqual([]);
+  it('killed with SIGKILL it cannot clean up, but the Service is owned by its pod: deleting the pod collects it', async () => {
+    const owner = pod('dpc-run-2');
+    const r = await runScript({
+      shell: SHELLS.at(-1)!.argv,
+      env: { ...env(), PROGRAM_DELAY_SECONDS: '30', OWNER_POD_NAME: owner.metadata.name, OWNER_POD_UID: owner.metadata.uid },
+      onLine: (line) => (line.includes('waiting 30s for the proxy') ? 'SIGKILL' : undefined),
     });
-  },
-);
+    expect(r.signal).toBe('SIGKILL');
+    const left = checkServices();
+    expect(left).toHaveLength(1);
+    expect(left[0]!.metadata.ownerReferences).toEqual([{ apiVersion: 'v1', kind: 'Pod', name: 'dpc-run-2', uid: owner.metadata.uid }]);
+    emu.deleteObject('pods', 'spark', 'dpc-run-2'); // what ttlSecondsAfterFinished does to the Job's pod
+    expect(checkServices()).toEqual([]);
+  });
+});

@@ -14,7 +14,7 @@ import {
   FUNC_YAML,
   ENV_CONTRACT,
   BUILDS,
-  KUBECTL,
+  SKIP_KUBECTL,
   kustomize,
   knativeServices,
   envMap,
@@ -78,7 +78,7 @@ describe(FUNC_YAML, () => {
     }
   });
 
-  it.skipIf(KUBECTL === undefined)('matches knative/base/service.yaml (scale, resources, concurrency, env)', async () => {
+  it.skipIf(SKIP_KUBECTL)('matches knative/base/service.yaml (scale, resources, concurrency, env)', async () => {
     const base = builds.get('knative/base') ?? (await kustomize('knative/base'));
     const svc = knativeServices(base)[0]!;
     const pod = svc.spec.template.spec;

@@ -36,7 +36,7 @@ import {
   type Destination,
   type Selector,
   type TriggerObj,
-  KUBECTL,
+  SKIP_KUBECTL,
   kustomize,
   id,
   ofKind,
@@ -52,7 +52,7 @@ import {
   excessPropertyErrors,
   builds,
 } from './support.ts';
-describe.skipIf(KUBECTL === undefined)('knative/ kustomize builds', () => {
+describe.skipIf(SKIP_KUBECTL)('knative/ kustomize builds', () => {
   beforeAll(async () => {
     const results = await Promise.all(Object.keys(BUILDS).map(async (dir) => [dir, await kustomize(dir)] as const));
     for (const [dir, objs] of results) builds.set(dir, objs);

@@ -1,0 +1,224 @@
+// The e2e's Spark job (ours; compiled by e2e/build.sh against the jars of each pyspark sdist).
+//
+// A shuffle spread over N executors, then a reduce stage whose tasks fetch from all of them while
+// one executor vanishes. Run in client mode by spark-submit in a driver pod (e2e/scenarios/spark.e2e.ts):
+//
+//   FetchLossJob <control dir> <executors N> <data partitions R> <records>
+//
+// Stage 0 (map): N partitions of `records` numbers, one map task per executor (N executors of one
+// core each, all registered before the job starts), keyed into R "data" partitions.
+// Stage 1 (reduce) has N + R partitions. Partitions 0..N-1 ("gates") get no data: each one reads
+// its (empty) shuffle input — which makes its executor fetch the shuffle's map statuses from the
+// driver and cache them (MapOutputTrackerWorker) — writes <control>/gate-<partition>-<executor id>
+// and waits for <control>/go. With spark.shuffle.reduceLocality.enabled=false no task has a
+// preferred location, so the gates, the lowest indices, are launched first, one per executor
+// (one core each), and no data partition can start before the gates end. The harness makes the
+// executor vanish while the gates wait and then writes `go`: the data partitions run on the
+// executors left, with the map statuses cached before the loss (tasks carry the epoch of their
+// stage's submission, so the cache is kept), and fetch from the lost executor with a NEW
+// connection (no executor has connected to a peer before: the gates fetch nothing). What that
+// connect does — refused at once through the executor's Service, or unanswered at its pod IP — is
+// what the e2e measures.
+//
+// A listener records executors, stages, task ends (FetchFailed with its block manager address and
+// message) and the job's end, with wall-clock times; <control>/result.json gets them and the
+// job's answer, checked against the input (every record counted once, the sum exact).
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.spark.FetchFailed;
+import org.apache.spark.Partitioner;
+import org.apache.spark.SparkConf;
+import org.apache.spark.SparkEnv;
+import org.apache.spark.TaskEndReason;
+import org.apache.spark.api.java.JavaPairRDD;
+import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerExecutorAdded;
+import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
+import org.apache.spark.scheduler.SparkListenerJobEnd;
+import org.apache.spark.scheduler.SparkListenerStageCompleted;
+import org.apache.spark.scheduler.SparkListenerStageSubmitted;
+import org.apache.spark.scheduler.SparkListenerTaskEnd;
+import org.apache.spark.scheduler.SparkListenerTaskStart;
+import scala.Tuple2;
+
+public final class FetchLossJob {
+  /** Keys go to partitions N..N+R-1 only; 0..N-1 stay empty (the gates). */
+  static final class GatedPartitioner extends Partitioner {
+    private final int gates;
+    private final int data;
+
+    GatedPartitioner(int gates, int data) {
+      this.gates = gates;
+      this.data = data;
+    }
+
+    @Override
+    public int numPartitions() {
+      return gates + data;
+    }
+
+    @Override
+    public int getPartition(Object key) {
+      return gates + Math.floorMod(((Long) key).intValue(), data);
+    }
+
+    @Override
+    public boolean equals(Object o) {
+      return o instanceof GatedPartitioner && ((GatedPartitioner) o).gates == gates && ((GatedPartitioner) o).data == data;
+    }
+
+    @Override
+    public int hashCode() {
+      return 31 * gates + data;
+    }
+  }
+
+  static final class Recorder extends SparkListener {
+    final List<Map<String, Object>> events = Collections.synchronizedList(new ArrayList<>());
+
+    private void add(String kind, Map<String, Object> fields) {
+      Map<String, Object> e = new LinkedHashMap<>();
+      e.put("kind", kind);
+      e.put("atMs", System.currentTimeMillis());
+      e.putAll(fields);
+      events.add(e);
+    }
+
+    @Override
+    public void onExecutorAdded(SparkListenerExecutorAdded e) {
+      add("executorAdded", Map.of("executorId", e.executorId(), "host", e.executorInfo().executorHost(), "eventTimeMs", e.time()));
+    }
+
+    @Override
+    public void onExecutorRemoved(SparkListenerExecutorRemoved e) {
+      add("executorRemoved", Map.of("executorId", e.executorId(), "reason", String.valueOf(e.reason()), "eventTimeMs", e.time()));
+    }
+
+    @Override
+    public void onStageSubmitted(SparkListenerStageSubmitted e) {
+      add("stageSubmitted", Map.of("stageId", e.stageInfo().stageId(), "attempt", e.stageInfo().attemptNumber(), "name", e.stageInfo().name()));
+    }
+
+    @Override
+    public void onStageCompleted(SparkListenerStageCompleted e) {
+      String failure = e.stageInfo().failureReason().isDefined() ? e.stageInfo().failureReason().get() : "";
+      add("stageCompleted", Map.of("stageId", e.stageInfo().stageId(), "attempt", e.stageInfo().attemptNumber(), "failureReason", failure));
+    }
+
+    @Override
+    public void onTaskStart(SparkListenerTaskStart e) {
+      add("taskStart", Map.of("stageId", e.stageId(), "partition", e.taskInfo().index(), "executorId", e.taskInfo().executorId(), "host", e.taskInfo().host()));
+    }
+
+    @Override
+    public void onTaskEnd(SparkListenerTaskEnd e) {
+      TaskEndReason reason = e.reason();
+      Map<String, Object> f = new LinkedHashMap<>();
+      f.put("stageId", e.stageId());
+      f.put("stageAttempt", e.stageAttemptId());
+      f.put("partition", e.taskInfo().index());
+      f.put("executorId", e.taskInfo().executorId());
+      f.put("reason", reason.getClass().getSimpleName().replace("$", ""));
+      if (reason instanceof FetchFailed) {
+        FetchFailed ff = (FetchFailed) reason;
+        f.put("fetchFrom", Map.of("executorId", ff.bmAddress().executorId(), "host", ff.bmAddress().host(), "port", ff.bmAddress().port()));
+        f.put("message", ff.message());
+      } else if (!"Success".equals(f.get("reason"))) {
+        f.put("message", reason.toString());
+      }
+      add("taskEnd", f);
+    }
+
+    @Override
+    public void onJobEnd(SparkListenerJobEnd e) {
+      add("jobEnd", Map.of("jobId", e.jobId(), "result", String.valueOf(e.jobResult())));
+    }
+  }
+
+  private static void waitFor(Path file, long timeoutMs) throws InterruptedException {
+    long deadline = System.currentTimeMillis() + timeoutMs;
+    while (!Files.exists(file)) {
+      if (System.currentTimeMillis() > deadline) throw new IllegalStateException("no " + file + " after " + timeoutMs + " ms");
+      Thread.sleep(20);
+    }
+  }
+
+  public static void main(String[] args) throws Exception {
+    String controlDir = args[0];
+    Path control = Paths.get(controlDir);
+    int executors = Integer.parseInt(args[1]);
+    int data = Integer.parseInt(args[2]);
+    long records = Long.parseLong(args[3]);
+    long gateTimeoutMs = 300_000;
+
+    Map<String, Object> result = new LinkedHashMap<>();
+    result.put("startedAtMs", System.currentTimeMillis());
+    JavaSparkContext sc = new JavaSparkContext(new SparkConf());
+    result.put("sparkVersion", sc.version());
+    Recorder recorder = new Recorder();
+    sc.sc().addSparkListener(recorder);
+    result.put("applicationId", sc.sc().applicationId());
+    Files.writeString(control.resolve("app-id"), sc.sc().applicationId());
+    try {
+      long deadline = System.currentTimeMillis() + 240_000;
+      // the driver is one of the infos
+      while (sc.sc().statusTracker().getExecutorInfos().length < executors + 1) {
+        if (System.currentTimeMillis() > deadline) throw new IllegalStateException("fewer than " + executors + " executors after 240 s");
+        Thread.sleep(50);
+      }
+      result.put("executorsRegisteredAtMs", System.currentTimeMillis());
+
+      List<Long> numbers = new ArrayList<>();
+      for (long i = 0; i < records; i++) numbers.add(i);
+      JavaPairRDD<Long, Long> shuffled = sc.parallelize(numbers, executors)
+          .mapToPair(i -> new Tuple2<>(i, i))
+          .partitionBy(new GatedPartitioner(executors, data));
+      List<long[]> parts = shuffled
+          .mapPartitionsWithIndex((index, it) -> {
+            long n = 0;
+            long sum = 0;
+            while (it.hasNext()) {
+              n++;
+              sum += it.next()._2();
+            }
+            if (index < executors) {
+              String exec = SparkEnv.get().executorId();
+              // a String, not the Path: the closure is serialized to the executors
+              Files.writeString(Paths.get(controlDir, "gate-" + index + "-" + exec), exec);
+              waitFor(Paths.get(controlDir, "go"), gateTimeoutMs);
+            }
+            return Collections.singletonList(new long[] {index, n, sum}).iterator();
+          }, false)
+          .collect();
+      long n = 0;
+      long sum = 0;
+      for (long[] p : parts) {
+        n += p[1];
+        sum += p[2];
+      }
+      result.put("records", n);
+      result.put("sum", sum);
+      result.put("expectedRecords", records);
+      result.put("expectedSum", records * (records - 1) / 2);
+      result.put("correct", n == records && sum == records * (records - 1) / 2);
+    } catch (Exception e) {
+      result.put("error", e.toString());
+      throw e;
+    } finally {
+      result.put("endedAtMs", System.currentTimeMillis());
+      result.put("events", new ArrayList<>(recorder.events));
+      Path tmp = control.resolve("result.json.tmp");
+      Files.writeString(tmp, new ObjectMapper().writerWithDefaultPrettyPrinter().writeValueAsString(result));
+      Files.move(tmp, control.resolve("result.json"));
+      sc.stop();
+    }
+  }
+}
