@@ -220,32 +220,35 @@ function giveWay(
   const out: { actions: Action[]; needs: Need[]; waiting: SlotKey[] } = { actions: [], needs: [], waiting: [] };
   const slotId = (s: SlotKey): string => `${s.appId}/${s.execId}`;
   const taken = new Set(facts.slots.map(slotId));
-  for (const b of blocked) {
-    let reading = 0;
-    let deleted = false;
-    let looked = 0;
-    for (const candidate of facts.markedServices ?? []) {
-      if (taken.has(slotId(candidate)) || (b.appOnly !== undefined && candidate.appId !== b.appOnly)) continue;
-      taken.add(slotId(candidate));
-      looked++;
-      const decided = decideSlot(facts, candidate, rules, now, { roomFor: b.executor });
-      if ('needs' in decided) {
-        out.needs.push(...decided.needs, ...readsToGiveWay(facts, candidate));
-        // Several at once: one that turns out not to give way must not cost a round of its own.
-        if (++reading >= READ_AHEAD) break;
-        continue;
-      }
-      if (!('actions' in decided)) continue;
-      // A wrong mark (its executor runs) is taken off; it makes no room.
-      out.actions.push(...decided.actions.filter((a) => a.kind === 'patch' && a.outcome === 'unmarked'));
-      const deletes = decided.actions.filter((a) => a.kind === 'delete');
-      if (deletes.length > 0) {
-        out.actions.push(...deletes);
-        deleted = true;
-        break;
-      }
+  const judge = (candidate: SlotFacts, roomFor: string): 'reads' | 'gives-way' | 'stays' => {
+    const decided = decideSlot(facts, candidate, rules, now, { roomFor });
+    if ('needs' in decided) {
+      out.needs.push(...decided.needs, ...readsToGiveWay(facts, candidate));
+      return 'reads';
     }
-    const found = deleted || reading > 0;
+    if (!('actions' in decided)) return 'stays';
+    // A wrong mark (its executor runs) is taken off; it makes no room.
+    out.actions.push(...decided.actions.filter((a) => a.kind === 'patch' && a.outcome === 'unmarked'));
+    const deletes = decided.actions.filter((a) => a.kind === 'delete');
+    out.actions.push(...deletes);
+    return deletes.length > 0 ? 'gives-way' : 'stays';
+  };
+  let reading = 0;
+  // One candidate per refused create: the first (oldest mark) that gives way, or whose reads may show it does.
+  for (const b of blocked) {
+    let looked = 0;
+    let found = false;
+    for (const candidate of facts.markedServices ?? []) {
+      const id = slotId(candidate);
+      if (taken.has(id) || (b.appOnly !== undefined && candidate.appId !== b.appOnly)) continue;
+      taken.add(id);
+      looked++;
+      const verdict = judge(candidate, b.executor);
+      if (verdict === 'stays') continue;
+      if (verdict === 'reads') reading++;
+      found = true;
+      break;
+    }
     if (found) out.waiting.push(b.slot);
     else {
       const why = looked > 0 ? `${b.why}; none of the ${looked} gone-marked Service(s) looked at could give way` : b.why;
@@ -258,11 +261,24 @@ function giveWay(
       });
     }
   }
+  // Read a few more ahead, so that one that turns out to stay does not cost a round of its own.
+  if (reading > 0) {
+    let ahead = 0;
+    for (const candidate of facts.markedServices ?? []) {
+      if (ahead >= READ_AHEAD * reading) break;
+      const id = slotId(candidate);
+      if (taken.has(id)) continue;
+      const decided = decideSlot(facts, candidate, rules, now, { roomFor: '(read ahead)' });
+      if (!('needs' in decided)) continue;
+      out.needs.push(...decided.needs, ...readsToGiveWay(facts, candidate));
+      ahead++;
+    }
+  }
   return out;
 }
 
-/** Gone-marked Services read at once for one refused create: they are read together, and most give way. */
-const READ_AHEAD = 4;
+/** Gone-marked Services read ahead per one being read for a refused create. */
+const READ_AHEAD = 2;
 
 /**
  * What deciding whether a marked Service may give way reads, asked for at once rather than one

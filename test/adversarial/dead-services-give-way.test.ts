@@ -14,10 +14,19 @@
  */
 import { describe, expect, it } from 'vitest';
 import { sparkAppId } from '../../testkit/spark-pods.ts';
+import type { Harness } from '../../testkit/harness.ts';
 import { NS, audited, useAudit } from '../support/audited.ts';
 import { app, check, currentIn, fail, markBehindBack, marked, ok, ours, serviceIn, svcName, sweepTo } from './support/steps.ts';
 
 useAudit();
+
+/** The API requests since `from`, as "n: verb resource × k, …" (what making room costs). */
+function requestsSince(h: Harness, from: number): string {
+  const rs = h.emulator.requests.slice(from);
+  const kinds = new Map<string, number>();
+  for (const r of rs) kinds.set(`${r.verb} ${r.resource}`, (kinds.get(`${r.verb} ${r.resource}`) ?? 0) + 1);
+  return `${rs.length} requests (${[...kinds].map(([k, n]) => `${k} × ${n}`).join(', ')})`;
+}
 
 describe('issue 17, class 4: dead executors’ Services give way to live ones at the cap', () => {
   for (const cooldown of ['0', '86400']) {
@@ -83,13 +92,17 @@ describe('issue 17, class 4: dead executors’ Services give way to live ones at
     expect(marked(h.emulator, svcName(a.appId, 2))).toBe(true);
     // Exec 3 starts: room is made from exec 2's Service, never exec 1's.
     const e3 = a.exec(3);
+    const before3 = h.emulator.requests.length;
     const r3 = await ok(h.send('add', e3), 'add of exec 3 at the cap');
+    const cost3 = requestsSince(h, before3);
     expect(serviceIn(h.emulator, svcName(a.appId, 3)), `exec 3’s Service: ${r3.text}`).toBeDefined();
     expect(serviceIn(h.emulator, svcName(a.appId, 2)), 'the dead exec 2’s Service gave way').toBeUndefined();
     expect(serviceIn(h.emulator, svcName(a.appId, 1))?.metadata.uid, 'the live exec 1’s Service stays').toBe(firstService);
     // Exec 4 starts: exec 1's (marked, but its executor runs) and exec 3's are live: nothing gives way.
     const e4 = a.exec(4);
+    const before4 = h.emulator.requests.length;
     const r4 = await ok(h.send('add', e4), 'add of exec 4 at the cap');
+    console.log(`class 4: an add at the cap that makes room: ${cost3}; one with nothing to give way: ${requestsSince(h, before4)}`);
     expect(r4.text, 'skipped at the cap').toMatch(/MAX_SERVICES_PER_NAMESPACE/);
     expect(serviceIn(h.emulator, svcName(a.appId, 1))?.metadata.uid, 'the live exec 1’s Service stays').toBe(firstService);
     expect(serviceIn(h.emulator, svcName(a.appId, 4))).toBeUndefined();
