@@ -226,11 +226,17 @@ export interface InvariantOptions {
   readonly check?: ServiceCheck;
 }
 
-/** Every breach of the invariant in `view`; [] = it holds. */
-export function invariantProblems(view: ClusterView, options: InvariantOptions): string[] {
-  const services = new Map(view.services.map((s) => [s.metadata.name, s]));
-  // What fills a bound: our Services that are not gone-marked (marked ones give way to a live executor).
-  const holding = view.services.filter(
+/**
+ * Whether a live executor of `appId` may lack its Service because the caps are full: Services of
+ * ours that are not gone-marked (a dead executor's Service gives way to a live one, issue 17
+ * class 4) hold MAX_SERVICES_PER_NAMESPACE with no application over MAX_SERVICES_PER_APPLICATION
+ * (one application cannot starve another, class 3), or hold its own application's cap.
+ */
+export function capsExcuse(
+  services: readonly Obj[],
+  caps: { readonly cap?: number; readonly appCap?: number },
+): (appId: string) => boolean {
+  const holding = services.filter(
     (s) => s.metadata.labels?.[MANAGED_BY] === 'spark-exec-svc' && s.metadata.annotations?.[GONE_AT] === undefined,
   );
   const byApp = new Map<string, number>();
@@ -238,9 +244,15 @@ export function invariantProblems(view: ClusterView, options: InvariantOptions):
     const app = s.metadata.labels?.[APP] ?? '';
     byApp.set(app, (byApp.get(app) ?? 0) + 1);
   }
-  const appCap = options.appCap ?? Number.POSITIVE_INFINITY;
-  const namespaceFull = options.cap !== undefined && holding.length >= options.cap && [...byApp.values()].every((n) => n <= appCap);
-  const excused = (appId: string): boolean => namespaceFull || (byApp.get(appId) ?? 0) >= appCap;
+  const appCap = caps.appCap ?? Number.POSITIVE_INFINITY;
+  const namespaceFull = caps.cap !== undefined && holding.length >= caps.cap && [...byApp.values()].every((n) => n <= appCap);
+  return (appId) => namespaceFull || (byApp.get(appId) ?? 0) >= appCap;
+}
+
+/** Every breach of the invariant in `view`; [] = it holds. */
+export function invariantProblems(view: ClusterView, options: InvariantOptions): string[] {
+  const services = new Map(view.services.map((s) => [s.metadata.name, s]));
+  const excused = capsExcuse(view.services, options);
   const claims = new Map<string, Owed[]>();
   for (const owed of owedServices(view.pods, options.defaultPort)) claims.set(owed.service, [...(claims.get(owed.service) ?? []), owed]);
   const problems: string[] = [];

@@ -6,7 +6,13 @@
  * through the process's single-flight registers. It decides nothing.
  */
 import { forEachPage } from '../kube/paging.ts';
-import { SPARK_APP_ID_LABEL, SPARK_EXECUTOR_ID_LABEL, SPARK_ROLE_EXECUTOR, SPARK_ROLE_LABEL } from '../model/labels.ts';
+import {
+  EXECUTOR_GONE_AT_ANNOTATION,
+  SPARK_APP_ID_LABEL,
+  SPARK_EXECUTOR_ID_LABEL,
+  SPARK_ROLE_EXECUTOR,
+  SPARK_ROLE_LABEL,
+} from '../model/labels.ts';
 import { executorServiceName } from '../model/naming.ts';
 import { OUR_SERVICES_SELECTOR, type ServiceFact, appServicesSelector, serviceFact } from '../model/service-spec.ts';
 import { type PodFact, podFact } from '../model/spark-pod.ts';
@@ -379,6 +385,8 @@ export class FactView {
         (items, page) => {
           count += items.length + page.skipped.length;
           for (const item of items) {
+            // Only marked ones are kept: the rest are counted, not parsed.
+            if (item.metadata.annotations?.[EXECUTOR_GONE_AT_ANNOTATION] === undefined) continue;
             const fact = serviceFact(item);
             if (fact !== undefined) marks.offer(fact);
           }

@@ -34,23 +34,29 @@ export interface CountRead {
 /** The key of an application's count beside its namespace's (a namespace name has no '/'). */
 export const appCountKey = (namespace: string, appId: string): string => `${namespace}/${appId}`;
 
-/** Keeps the `limit` oldest gone marks of a listing, as it pages. */
+/** Keeps the `limit` oldest gone marks of a listing, as it pages (sorted only now and then: a count lists thousands). */
 export class OldestMarks {
-  private readonly kept: ServiceFact[] = [];
+  private kept: Array<{ readonly at: number; readonly service: ServiceFact }> = [];
   private readonly limit: number;
   constructor(limit = MARKED_KEPT) {
     this.limit = limit;
   }
 
   offer(service: ServiceFact): void {
-    if (service.goneAt === undefined || Number.isNaN(Date.parse(service.goneAt))) return;
-    this.kept.push(service);
-    this.kept.sort((a, b) => Date.parse(a.goneAt!) - Date.parse(b.goneAt!));
+    const at = service.goneAt === undefined ? Number.NaN : Date.parse(service.goneAt);
+    if (Number.isNaN(at)) return;
+    this.kept.push({ at, service });
+    if (this.kept.length >= 2 * this.limit) this.trim();
+  }
+
+  private trim(): void {
+    this.kept.sort((a, b) => a.at - b.at);
     if (this.kept.length > this.limit) this.kept.length = this.limit;
   }
 
   get value(): readonly ServiceFact[] {
-    return this.kept;
+    this.trim();
+    return this.kept.map((k) => k.service);
   }
 }
 
