@@ -3,7 +3,8 @@
  * emulator on loopback (test/kube-emulator). Scripts, not timed tests: prints tables and writes
  * .bench-results/bench.json so that runs can be compared. See docs/performance.md.
  *
- *   node bench/run.ts [--only sequential,overhead,lifecycle,burst,coldstart,memory] [--n 1000]
+ *   node bench/run.ts [--only sequential,constrained,curve,overhead,lifecycle,burst,coldstart,memory] [--n 1000]
+ *                     [--lim-namespaces 10] [--lim-executors 50] [--curve 100,1000] [--curve-namespaces 10x100]
  *                     [--api-latency-ms 5] [--cold-runs 5] [--memory-events 10000] [--warmup 200]
  *                     [--seq-executors 100] [--seq-reps 3] [--seq-latencies 0,5,20]
  *                     [--paced-rates 5,10,20] [--paced-batches 6] [--noop-events 5000] [--large-app 1000]
@@ -18,6 +19,7 @@
  * Exit code 1 when an assertion fails (an update that changes nothing costing an API call, an
  * event not answered 200, a Service missing…); targets missed are reported, not failures.
  */
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -25,12 +27,14 @@ import { parseArgs } from 'node:util';
 import { REPO_ROOT } from './lib/procs.ts';
 import { fmtMiB, fmtMs, fmtX, ratio, table } from './lib/stats.ts';
 import { type ColdStartResult, runColdStart } from './sections/coldstart.ts';
+import { type CurveResult, runCurve } from './sections/curve.ts';
+import { type ConstrainedResult, runConstrained, TARGETS as LIM_TARGETS } from './sections/constrained.ts';
 import { type LifecycleResult, runLifecycle } from './sections/lifecycle.ts';
 import { type MemoryResult, runMemory } from './sections/memory.ts';
-import { type SequentialResult, runSequential, STEPS, TARGETS as SEQ_TARGETS } from './sections/sequential.ts';
+import { NO_OP_STEPS, type SequentialResult, runSequential, STEPS, TARGETS as SEQ_TARGETS } from './sections/sequential.ts';
 import { type RunOptions, type VariantResult, runBareClient, runFunction } from './sections/throughput.ts';
 
-const SECTIONS = ['sequential', 'overhead', 'lifecycle', 'burst', 'coldstart', 'memory'] as const;
+const SECTIONS = ['sequential', 'constrained', 'curve', 'overhead', 'lifecycle', 'burst', 'coldstart', 'memory'] as const;
 type Section = (typeof SECTIONS)[number];
 
 const TARGET_RATIO = 1.2;
@@ -51,6 +55,11 @@ const { values } = parseArgs({
     'paced-batches': { type: 'string' },
     'noop-events': { type: 'string' },
     'large-app': { type: 'string' },
+    'lim-namespaces': { type: 'string' },
+    'lim-executors': { type: 'string' },
+    curve: { type: 'string' },
+    'curve-namespaces': { type: 'string' },
+    'curve-latency-ms': { type: 'string' },
     profile: { type: 'boolean', default: false },
     quick: { type: 'boolean', default: false },
     out: { type: 'string' },
@@ -63,6 +72,7 @@ if (values.help) {
   console.log(
     'usage: node bench/run.ts [--only sequential,overhead,lifecycle,burst,coldstart,memory] [--n 1000] [--api-latency-ms 5] [--cold-runs 5] [--memory-events 10000] [--warmup 200]\n' +
       '                         [--seq-executors 100] [--seq-reps 3] [--seq-latencies 0,5,20] [--paced-rates 5,10,20] [--paced-batches 6] [--noop-events 5000] [--large-app 1000]\n' +
+      '                         [--lim-namespaces 10] [--lim-executors 50] [--curve 100,1000] [--curve-namespaces 10x100] [--curve-latency-ms 0]\n' +
       '                         [--profile] [--quick] [--out FILE] [--entry MAIN_TS]',
   );
   process.exit(0);
@@ -91,6 +101,19 @@ const PACED_RATES = list(values['paced-rates'], [5, 10, 20], 'paced-rates').filt
 const PACED_BATCHES = int(values['paced-batches'], quick ? 2 : 6, 'paced-batches');
 const NOOP_EVENTS = Math.max(1, int(values['noop-events'], quick ? 1000 : 5000, 'noop-events'));
 const LARGE_APP = int(values['large-app'], quick ? 200 : 1000, 'large-app');
+const LIM_NAMESPACES = Math.max(1, int(values['lim-namespaces'], 10, 'lim-namespaces'));
+const LIM_EXECUTORS = Math.max(1, int(values['lim-executors'], quick ? 10 : 50, 'lim-executors'));
+const CURVE_SIZES = list(values.curve, quick ? [100, 300] : [100, 1000], 'curve').filter((x) => x > 0);
+const CURVE_NS = (() => {
+  const text = values['curve-namespaces'] ?? (quick ? '10x20' : '10x100');
+  const m = /^(\d+)x(\d+)$/.exec(text);
+  if (m === null) {
+    console.error('bench: --curve-namespaces must be <namespaces>x<executors>, e.g. 10x500');
+    process.exit(2);
+  }
+  return { namespaces: Number(m[1]), perNamespace: Number(m[2]) };
+})();
+const CURVE_LATENCY_MS = int(values['curve-latency-ms'], 0, 'curve-latency-ms');
 const only = new Set<Section>(
   values.only === undefined
     ? SECTIONS
@@ -113,11 +136,18 @@ mkdirSync(RESULTS_DIR, { recursive: true });
 const log = (line: string): void => console.log(line);
 const failures: string[] = [];
 const startedAt = new Date();
+/** The commit measured (and whether the tree had changes on top of it). */
+const commit = (() => {
+  const head = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: REPO_ROOT, encoding: 'utf8' }).stdout.trim() || 'unknown';
+  const dirty =
+    spawnSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: REPO_ROOT, encoding: 'utf8' }).stdout.trim() !== '';
+  return dirty ? `${head} + uncommitted changes` : head;
+})();
 const loadBefore = os.loadavg();
 const t0 = performance.now();
 
 log(
-  `spark-exec-svc bench — node ${process.version}, ${os.cpus().length} CPU(s) ${os.cpus()[0]?.model ?? ''}, load ${loadBefore.map((l) => l.toFixed(2)).join(' ')}`,
+  `spark-exec-svc bench — code of ${commit}, ${startedAt.toISOString()}, node ${process.version}, ${os.cpus().length} CPU(s) ${os.cpus()[0]?.model ?? ''}, load ${loadBefore.map((l) => l.toFixed(2)).join(' ')}`,
 );
 log(`N=${N}, warm-up ${WARMUP}, sections: ${[...only].join(', ')}${values.entry === undefined ? '' : `, entry ${ENTRY}`}\n`);
 
@@ -142,6 +172,43 @@ if (only.has('sequential')) {
     log,
   });
   failures.push(...sequential.failures);
+  log('');
+}
+
+// ---- 1b. under the container's limits --------------------------------------------------------
+let constrained: ConstrainedResult | undefined;
+if (only.has('constrained')) {
+  log(
+    `1b. Under the container's limits: the bundle inside the manifest's CPU quota and memory limit, and without; ${LIM_NAMESPACES} namespaces × ${LIM_EXECUTORS} executors at once`,
+  );
+  constrained = await runConstrained({
+    resultsDir: RESULTS_DIR,
+    namespaces: LIM_NAMESPACES,
+    executors: LIM_EXECUTORS,
+    coldRuns: COLD_RUNS,
+    noopEvents: NOOP_EVENTS,
+    log,
+  });
+  failures.push(...constrained.failures);
+  log('');
+}
+
+// ---- 1c. the scale curve ---------------------------------------------------------------------
+let curve: CurveResult | undefined;
+if (only.has('curve')) {
+  log(
+    `1c. Scale curve: API calls and ms per executor at ${CURVE_SIZES.join(' / ')} executors in one namespace and ${CURVE_NS.namespaces} × ${CURVE_NS.perNamespace}, ${CURVE_LATENCY_MS} ms per call`,
+  );
+  curve = await runCurve({
+    entry: ENTRY,
+    resultsDir: RESULTS_DIR,
+    sizes: CURVE_SIZES,
+    namespaces: CURVE_NS.namespaces,
+    perNamespace: CURVE_NS.perNamespace,
+    latencyMs: CURVE_LATENCY_MS,
+    log,
+  });
+  failures.push(...curve.failures);
   log('');
 }
 
@@ -249,10 +316,28 @@ const fmtCalls = (x: number): string => (Number.isInteger(x) ? String(x) : x.toF
 if (sequential !== undefined) {
   const n = sequential.executors;
   const atTarget = (lat: number): boolean => lat === SEQ_TARGETS.atLatencyMs;
+  const fairTarget = (lat: number): boolean => (SEQ_TARGETS.fairRatioAtLatenciesMs as readonly number[]).includes(lat);
+  for (const part of ['scale-up', 'teardown'] as const) {
+    for (const r of sequential.latencies) {
+      const m = r.median;
+      const [fn, fair, x, seqX] =
+        part === 'scale-up'
+          ? [m.scaleUpMs, m.fairScaleUpMs, m.fairScaleUpRatio, m.scaleUpRatio]
+          : [m.teardownMs, m.fairTeardownMs, m.fairTeardownRatio, m.teardownRatio];
+      ratioRows.push([
+        `${part} vs fair floor, ${n} executors, ${r.latencyMs} ms/call${fairTarget(r.latencyMs) ? ` (≤ ${SEQ_TARGETS.fairRatio}×)` : ''}`,
+        `${fmtMs(fn)} ms`,
+        `${fmtMs(fair)} ms`,
+        fmtX(x),
+        `sequential floor ${fmtX(seqX)}`,
+        fairTarget(r.latencyMs) ? meets(x, SEQ_TARGETS.fairRatio) : '-',
+      ]);
+    }
+  }
   for (const r of sequential.latencies) {
     const m = r.median;
     ratioRows.push([
-      `sequential scale-up, ${n} executors × 5 events, ${r.latencyMs} ms/call${atTarget(r.latencyMs) ? ` (≤ ${SEQ_TARGETS.scaleUpRatio}×)` : ''}`,
+      `(secondary) scale-up vs sequential floor, ${n} executors × 5 events, ${r.latencyMs} ms/call${atTarget(r.latencyMs) ? ` (≤ ${SEQ_TARGETS.scaleUpRatio}×)` : ''}`,
       `${fmtMs(m.scaleUpMs)} ms`,
       `${fmtMs(m.floorCreateMs)} ms`,
       fmtX(m.scaleUpRatio),
@@ -263,7 +348,7 @@ if (sequential !== undefined) {
   for (const r of sequential.latencies) {
     const m = r.median;
     ratioRows.push([
-      `sequential teardown, ${n} executors, ${r.latencyMs} ms/call${atTarget(r.latencyMs) ? ` (≤ ${SEQ_TARGETS.teardownRatio}×)` : ''}`,
+      `(secondary) teardown vs sequential floor, ${n} executors, ${r.latencyMs} ms/call${atTarget(r.latencyMs) ? ` (≤ ${SEQ_TARGETS.teardownRatio}×)` : ''}`,
       `${fmtMs(m.teardownMs)} ms`,
       `${fmtMs(m.floorDeleteMs)} ms`,
       fmtX(m.teardownRatio),
@@ -317,6 +402,54 @@ if (sequential !== undefined) {
       '',
       '',
       '-',
+    ]);
+  }
+}
+if (constrained !== undefined) {
+  for (const m of constrained.modes) {
+    const lim = m.mode === 'constrained';
+    const tag = lim ? `under ${constrained.manifest.cpuText}` : 'unconstrained';
+    const judge = (ok: boolean): string => (lim ? (ok ? 'yes' : 'no') : '-');
+    ratioRows.push([
+      `${tag}: cold start → first answer (bundle)${lim ? ` (≤ ${LIM_TARGETS.coldStartMs} ms)` : ''}`,
+      `${m.coldStart.medianMs} ms`,
+      lim ? `target ${LIM_TARGETS.coldStartMs} ms` : '-',
+      lim ? fmtX(m.coldStart.medianMs / LIM_TARGETS.coldStartMs) : '',
+      '',
+      judge(m.coldStart.medianMs <= LIM_TARGETS.coldStartMs),
+    ]);
+    const n = m.namespaces;
+    ratioRows.push([
+      `${tag}: longest event, ${n.namespaces} namespaces at once, ${LIM_TARGETS.latencyMs} ms/call${lim ? ` (≤ ${LIM_TARGETS.longestEventMs} ms)` : ''}`,
+      `${fmtMs(n.longestEventMs)} ms`,
+      lim ? `target ${LIM_TARGETS.longestEventMs} ms` : '-',
+      lim ? fmtX(n.longestEventMs / LIM_TARGETS.longestEventMs) : '',
+      '',
+      judge(n.longestEventMs <= LIM_TARGETS.longestEventMs),
+    ]);
+    ratioRows.push([
+      `${tag}: attempts answered 503 (API server healthy), ${n.events} events${lim ? ' (0)' : ''}`,
+      String(n.answered503),
+      lim ? 'target 0' : '-',
+      '',
+      '',
+      judge(n.answered503 === 0),
+    ]);
+    ratioRows.push([
+      `${tag}: pods/s, ${n.namespaces} namespaces, ${LIM_TARGETS.latencyMs} ms/call${lim ? ` (≥ ${LIM_TARGETS.podsPerSecond})` : ''}`,
+      String(n.podsPerSecond),
+      lim ? `target ${LIM_TARGETS.podsPerSecond}` : '-',
+      '',
+      '',
+      judge(n.podsPerSecond >= LIM_TARGETS.podsPerSecond),
+    ]);
+    ratioRows.push([
+      `${tag}: no-op update CPU vs bare sink, ${m.noop.bodyBytes} B bodies${lim ? '' : ` (≤ ${LIM_TARGETS.noopVsSink}×)`}`,
+      `${m.noop.fn.cpuMsPerEvent} ms`,
+      `${m.noop.sink.cpuMsPerEvent} ms`,
+      fmtX(m.noop.ratio),
+      '',
+      lim ? '-' : meets(m.noop.ratio, LIM_TARGETS.noopVsSink),
     ]);
   }
 }
@@ -399,6 +532,78 @@ log(`=== Summary (one run, ${(totalMs / 1000).toFixed(0)} s; load ${loadBefore[0
 log(table(['measure', 'function', 'floor / target', 'ratio', 'vs floor+reuse', `≤ target`], ratioRows));
 
 if (sequential !== undefined) printSequential(sequential);
+if (curve !== undefined && curve.points.length > 0) {
+  const base = curve.points[0]!;
+  const vs = (x: number, b: number): string => (b > 0 ? fmtX(x / b) : '-');
+  log(
+    `\nScale curve (${curve.latencyMs} ms per API call; code of ${commit}; a fresh function per row, WATCH_NAMESPACES = the row's namespaces; per executor: scale-up = its add and 4 updates, teardown = its 3 termination events and its share of the driver's; "×" against the first row):`,
+  );
+  log(
+    table(
+      [
+        'executors',
+        'scale-up calls',
+        'scale-up ms',
+        'teardown calls',
+        'teardown ms',
+        'longest event',
+        'longest teardown',
+        'retried attempts',
+        'Services left after driver end',
+        'MAX_SERVICES_PER_NAMESPACE',
+      ],
+      curve.points.map((p) => [
+        p.label,
+        `${p.scaleUpCallsPerExecutor} (${vs(p.scaleUpCallsPerExecutor, base.scaleUpCallsPerExecutor)})`,
+        `${p.scaleUpMsPerExecutor} (${vs(p.scaleUpMsPerExecutor, base.scaleUpMsPerExecutor)})`,
+        `${p.teardownCallsPerExecutor} (${vs(p.teardownCallsPerExecutor, base.teardownCallsPerExecutor)})`,
+        `${p.teardownMsPerExecutor} (${vs(p.teardownMsPerExecutor, base.teardownMsPerExecutor)})`,
+        `${fmtMs(p.longestEventMs)} ms`,
+        `${(p.teardownMs / 1000).toFixed(1)} s`,
+        Object.entries(p.retried)
+          .map(([k, v]) => `${v}× ${k}`)
+          .join(', ') || '0',
+        String(p.servicesLeft),
+        p.maxServicesPerNamespace,
+      ]),
+    ),
+  );
+}
+if (constrained !== undefined) {
+  log(
+    `\nUnder the container's limits (knative/base/service.yaml: limits.cpu ${constrained.manifest.cpuText}, limits.memory ${constrained.manifest.memoryText}; the bundle, start.cjs; ${constrained.cgroup}):`,
+  );
+  log(
+    table(
+      [
+        'mode',
+        'cold start ms (runs)',
+        `longest event (${constrained.modes[0]?.namespaces.namespaces ?? 0} ns at once)`,
+        'event p99',
+        'retried attempts',
+        'pods/s',
+        'fn CPU ms/event',
+        'no-op CPU fn / sink',
+        'throttled',
+        'peak memory',
+      ],
+      constrained.modes.map((m) => [
+        m.mode,
+        `${m.coldStart.medianMs} (${m.coldStart.runsMs.join(' ')})`,
+        `${fmtMs(m.namespaces.longestEventMs)} ms (${m.namespaces.longestEvent})`,
+        `${fmtMs(m.namespaces.eventP99Ms)} ms`,
+        Object.entries(m.namespaces.retried)
+          .map(([k, v]) => `${v}× ${k}`)
+          .join(', ') || '0',
+        String(m.namespaces.podsPerSecond),
+        String(m.namespaces.cpuMsPerEvent),
+        `${m.noop.fn.cpuMsPerEvent} / ${m.noop.sink.cpuMsPerEvent} ms (${fmtX(m.noop.ratio)})`,
+        m.throttled === undefined ? '-' : `${m.throttled.throttledPeriods}/${m.throttled.periods} periods, ${m.throttled.throttledMs} ms`,
+        m.peakMemoryMiB === undefined ? '-' : `${m.peakMemoryMiB} MiB`,
+      ]),
+    ),
+  );
+}
 if (overhead.length > 0 || burst !== undefined) {
   log('\nWhere the CPU goes (ms of CPU per event, per process; 10 ms clock resolution over the run):');
   const rows: string[][] = [];
@@ -574,6 +779,51 @@ function printSequential(seq: SequentialResult): void {
   const n = seq.executors;
   const pps = (count: number, ms: number): string => (ms > 0 ? String(Math.round((count / ms) * 1000)) : '-');
   log(
+    `\nFair floor (median of ${seq.reps}; the least an event-driven design can take for the same application): the writes — batch after batch, the list of the batch's pods, then its ${seq.batchSize} creates with ${seq.concurrency} in flight (the function's own concurrency, shared/engine/observe.ts); at the end one list of the app's Services and every delete ${seq.concurrency} at a time — plus the delivery of the same events (same bodies, same sender, one at a time) to a bare node:http server answering 200. Old sequential floor (one write after another) for comparison:`,
+  );
+  log(
+    table(
+      [
+        'ms/call',
+        'part',
+        'function',
+        'batch writes',
+        'bare delivery',
+        'fair floor',
+        `ratio (≤ ${SEQ_TARGETS.fairRatio} at ${SEQ_TARGETS.fairRatioAtLatenciesMs.join('/')} ms)`,
+        'ratios per run',
+        'sequential floor, ratio',
+      ],
+      seq.latencies.flatMap((r) => {
+        const m = r.median;
+        return [
+          [
+            String(r.latencyMs),
+            `scale-up (${n * 5} events)`,
+            `${fmtMs(m.scaleUpMs)} ms`,
+            `${fmtMs(m.batchCreateMs)} ms`,
+            `${fmtMs(m.deliveryScaleUpMs)} ms`,
+            `${fmtMs(m.fairScaleUpMs)} ms`,
+            fmtX(m.fairScaleUpRatio),
+            r.apps.map((a, i) => (a.scaleUpMs / (r.floors[i]!.batchCreateMs + r.floors[i]!.deliveryScaleUpMs)).toFixed(2)).join(' '),
+            `${fmtMs(m.floorCreateMs)} ms, ${fmtX(m.scaleUpRatio)}`,
+          ],
+          [
+            String(r.latencyMs),
+            `teardown (${n * 3 + 2} events)`,
+            `${fmtMs(m.teardownMs)} ms`,
+            `${fmtMs(m.batchDeleteMs)} ms`,
+            `${fmtMs(m.deliveryTeardownMs)} ms`,
+            `${fmtMs(m.fairTeardownMs)} ms`,
+            fmtX(m.fairTeardownRatio),
+            r.apps.map((a, i) => (a.teardownMs / (r.floors[i]!.batchDeleteMs + r.floors[i]!.deliveryTeardownMs)).toFixed(2)).join(' '),
+            `${fmtMs(m.floorDeleteMs)} ms, ${fmtX(m.teardownRatio)}`,
+          ],
+        ];
+      }),
+    ),
+  );
+  log(
     `\nSequential scale-up (median of ${seq.reps}; ${n} executors in batches of ${seq.batchSize}, each batch: adds, then scheduled, creating, running, ready updates; busy time of the namespace's stream; floor: ${n} createNamespacedService one after another):`,
   );
   log(
@@ -657,15 +907,8 @@ function printSequential(seq: SequentialResult): void {
     ),
   );
   log("\nAPI calls per event, by step of an executor's life (all runs; ✓0 = asserted zero):");
-  const noOp = new Set<string>([
-    'driver: add (Pending)',
-    'driver: update Running',
-    'update: scheduled',
-    'update: creating',
-    'update: running',
-    'update: ready',
-    'update: deletionTimestamp (still Running)',
-  ]);
+  // The steps the section asserts cost no call (one list, in sequential.ts).
+  const noOp: ReadonlySet<string> = NO_OP_STEPS;
   const at = (lat: number, step: string) => seq.steps.find((s) => s.latencyMs === lat)?.stats.find((x) => x.step === step);
   const lats = seq.steps.map((s) => s.latencyMs);
   const top = lats[lats.length - 1];
@@ -857,6 +1100,7 @@ function printSequential(seq: SequentialResult): void {
 const report = {
   schema: 1,
   generatedAt: startedAt.toISOString(),
+  commit,
   durationMs: Math.round(totalMs),
   machine: {
     node: process.version,
@@ -881,6 +1125,11 @@ const report = {
     pacedBatches: PACED_BATCHES,
     noopEvents: NOOP_EVENTS,
     largeApp: LARGE_APP,
+    limNamespaces: LIM_NAMESPACES,
+    limExecutors: LIM_EXECUTORS,
+    curveSizes: CURVE_SIZES,
+    curveNamespaces: CURVE_NS,
+    curveLatencyMs: CURVE_LATENCY_MS,
     profile: values.profile,
     quick,
     sections: [...only],
@@ -903,6 +1152,8 @@ const report = {
   lifecycle,
   burst,
   coldStart: cold,
+  constrained,
+  curve,
   memory,
   failures,
 };

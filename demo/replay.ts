@@ -13,6 +13,12 @@ import { startEmulator } from '../packages/kube-emulator/index.ts';
 import { type PostedReply, postPodEvent } from '../testkit/apiserversource.ts';
 import { freePort, waitForHttpOk } from '../testkit/process.ts';
 import { type PodBody, driverPod, executorPod, nonSparkPod, sparkAppId } from '../testkit/spark-pods.ts';
+import { keepUnits, paragraph } from '../testkit/text-layout.ts';
+
+/** Prints `text` wrapped to 100 columns (a terminal beside an editor), continuation lines indented by `hang`. */
+const say = (first: string, text: string, hang = ' '.repeat(first.length)): void => {
+  for (const line of paragraph(first, text, undefined, hang)) console.log(line);
+};
 
 const NAMESPACE = 'spark';
 const EXECUTORS = 3;
@@ -31,7 +37,8 @@ const child = spawn(process.execPath, [entry], {
     PORT: String(port),
     WATCH_NAMESPACES: NAMESPACE,
     COOLDOWN_SECONDS: '300',
-    LOG_LEVEL: 'warn',
+    // Its JSON log lines (errors only here) would not fit the demo's 100 columns.
+    LOG_LEVEL: 'error',
   },
   stdio: ['ignore', 'inherit', 'inherit'],
 });
@@ -41,7 +48,7 @@ let failed = false;
 try {
   // Generous: on a loaded machine the .ts entry can take several seconds to start.
   await waitForHttpOk(`http://127.0.0.1:${port}/health/readiness`, { child, timeoutMs: 60_000 });
-  console.log(`spark-exec-svc demo: API server emulator at ${emulator.url}, function at ${url} (pid ${child.pid})`);
+  say('', `spark-exec-svc demo: API server emulator at ${emulator.url}, function at ${url} (pid ${child.pid})`);
   const started = performance.now();
   const appId = sparkAppId(Date.now() % 100000);
 
@@ -82,7 +89,8 @@ try {
   table();
 
   const ms = performance.now() - started;
-  console.log(`\nLifecycle replayed in ${ms.toFixed(1)} ms (${emulator.requests.length} API requests seen by the emulator).`);
+  console.log('');
+  say('', `Lifecycle replayed in ${ms.toFixed(1)} ms (${emulator.requests.length} API requests seen by the emulator).`);
 } catch (error) {
   failed = true;
   console.error('demo failed:', error);
@@ -95,7 +103,9 @@ try {
 process.exit(failed ? 1 : 0);
 
 function step(title: string): void {
-  console.log(`\n${title}`);
+  console.log('');
+  const [number, ...rest] = title.split(' ');
+  say(`${number} `, rest.join(' '));
 }
 
 async function send(verb: 'add' | 'update' | 'delete', pod: PodBody): Promise<PostedReply> {
@@ -106,9 +116,9 @@ async function send(verb: 'add' | 'update' | 'delete', pod: PodBody): Promise<Po
   const services = reply.data.outcomes.map(
     (o) => `${o.service}: ${o.action}${o.detail === undefined || o.detail === '' ? '' : ` (${o.detail})`}`,
   );
-  console.log(
-    `   ${verb.padEnd(6)} ${pod.metadata.name.padEnd(44)} -> ${reply.type} [${ms} ms]${services.length > 0 ? `\n${services.map((s) => `          ${s}`).join('\n')}` : reply.data.reason === undefined ? '' : ` (${reply.data.reason})`}`,
-  );
+  const answer = `${reply.type} [${ms} ms]${services.length === 0 && reply.data.reason !== undefined ? ` (${reply.data.reason})` : ''}`;
+  say(`   ${verb.padEnd(6)} `, keepUnits(`${pod.metadata.name} -> ${answer}`), '          ');
+  for (const s of services) say('          ', s, '            ');
   return reply;
 }
 
@@ -119,19 +129,31 @@ function table(): void {
     console.log('   (no Services of ours left)');
     return;
   }
-  console.log(
-    `   ${'SERVICE'.padEnd(52)} ${'CLUSTER-IP'.padEnd(13)} ${'PORT'.padEnd(5)} ${'OWNER'.padEnd(24)} ${'ENDPOINTS'.padEnd(9)} EXECUTOR-GONE-AT`,
+  // kubectl-style columns within 100: the owner (the same driver for all) is said once above them,
+  // the gone mark as its time of day.
+  const owners = new Set(
+    services.map((s) => (s as { metadata: { ownerReferences?: Array<{ name: string }> } }).metadata.ownerReferences?.[0]?.name ?? '-'),
   );
+  say('   ', `owned by: ${[...owners].join(', ')}`);
+  const row = (cells: readonly string[]) => `   ${cells.map((c, i) => c.padEnd([49, 12, 5, 10, 0][i] ?? 0)).join(' ')}`.trimEnd();
+  console.log(row(['SERVICE', 'CLUSTER-IP', 'PORT', 'ENDPOINTS', 'GONE-AT (UTC)']));
   for (const svc of services as Array<{
-    metadata: { name: string; ownerReferences?: Array<{ name: string }>; annotations?: Record<string, string> };
+    metadata: { name: string; annotations?: Record<string, string> };
     spec: { clusterIP?: string; selector: Record<string, string>; ports: Array<{ port: number }> };
   }>) {
     const selector = Object.entries(svc.spec.selector)
       .map(([k, v]) => `${k}=${v}`)
       .join(',');
     const endpoints = emulator.listObjects('pods', NAMESPACE, selector).length;
+    const goneAt = svc.metadata.annotations?.['spark-exec-svc/executor-gone-at'];
     console.log(
-      `   ${svc.metadata.name.padEnd(52)} ${(svc.spec.clusterIP ?? '').padEnd(13)} ${String(svc.spec.ports[0]?.port ?? '').padEnd(5)} ${(svc.metadata.ownerReferences?.[0]?.name ?? '-').slice(0, 24).padEnd(24)} ${String(endpoints).padEnd(9)} ${svc.metadata.annotations?.['spark-exec-svc/executor-gone-at'] ?? '-'}`,
+      row([
+        svc.metadata.name,
+        svc.spec.clusterIP ?? '',
+        String(svc.spec.ports[0]?.port ?? ''),
+        String(endpoints),
+        goneAt === undefined ? '-' : goneAt.slice(11),
+      ]),
     );
   }
 }

@@ -201,18 +201,39 @@ export interface Delivery {
 }
 
 /**
- * Posts adapter events to one URL over keep-alive HTTP. `concurrency` 1 (the default) is the
- * adapter's one connection per namespace, as Go's transport keeps one per host for a sequential
- * sender; more lets a Broker-like caller post several at once.
+ * The adapter's HTTP client as one process has it, shared by every namespace it watches: Go's
+ * transport (knative/eventing v0.48.2 pkg/adapter/v2/cloudevents.go clones http.DefaultTransport
+ * and sets no MaxIdleConnsPerHost, so net/http's DefaultMaxIdleConnsPerHost = 2 applies) opens a
+ * connection for every request in flight and keeps at most 2 idle per host: when more than two
+ * namespaces send at once, most events beyond the second open a new connection. Node's Agent
+ * `maxFreeSockets` is the same per-host idle limit; `maxSockets` stays unbounded as in Go.
+ */
+export function goTransportAgent(): Agent {
+  return new Agent({ keepAlive: true, maxFreeSockets: 2 });
+}
+
+/**
+ * Posts adapter events to one URL over keep-alive HTTP. `concurrency` 1 (the default) is one
+ * namespace's stream on a connection of its own (Go keeps it idle between events); more lets a
+ * Broker-like caller post several at once. `agent` (see goTransportAgent): the one client of an
+ * adapter watching several namespaces, shared by their senders (each still one at a time).
+ *
+ * What it models and what not (the real adapter in e2e/scenarios/delivery.e2e.ts is the final
+ * word): the headers, the body in Go's JSON (byte-identical, e2e/README.md), the retry policy, one
+ * event at a time per stream, the shared client's idle limit. Not: Go's request header order, the
+ * `connection: keep-alive` header Node adds, a new connection after a 503 (Go drops one whose
+ * answer it did not read to the end; this sender reads every answer and keeps it).
  */
 export class AdapterSender {
   private readonly agent: Agent;
+  private readonly ownsAgent: boolean;
   private readonly url: URL;
 
-  constructor(url: string, options: { readonly concurrency?: number } = {}) {
+  constructor(url: string, options: { readonly concurrency?: number; readonly agent?: Agent } = {}) {
     const sockets = Math.max(1, options.concurrency ?? 1);
     this.url = new URL(url);
-    this.agent = new Agent({ keepAlive: true, maxSockets: sockets, maxFreeSockets: sockets });
+    this.ownsAgent = options.agent === undefined;
+    this.agent = options.agent ?? new Agent({ keepAlive: true, maxSockets: sockets, maxFreeSockets: sockets });
   }
 
   /** One attempt, no retry. */
@@ -267,8 +288,9 @@ export class AdapterSender {
     };
   }
 
+  /** Closes its connections; a shared agent is closed by whoever made it. */
   close(): void {
-    this.agent.destroy();
+    if (this.ownsAgent) this.agent.destroy();
   }
 }
 

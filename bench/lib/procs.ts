@@ -131,6 +131,8 @@ export interface FunctionOptions {
   readonly logFile?: string;
   /** Start with the inspector on 127.0.0.1:<port> (memory section). */
   readonly inspectPort?: number;
+  /** Starts the process inside limits (bench/lib/cgroup.ts); the pid stays the function's (the wrapper execs). */
+  readonly launch?: (command: string, args: readonly string[]) => { command: string; args: string[] };
 }
 
 /** The function's real entry point as a child process, as the container runs it; resolves when ready. */
@@ -141,7 +143,9 @@ export async function startFunctionProcess(options: FunctionOptions): Promise<Fu
   const inspect = options.inspectPort === undefined ? [] : [`--inspect=127.0.0.1:${options.inspectPort}`];
   // BENCH_FUNCTION_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"): node flags for every function process of a run.
   const extra = (process.env['BENCH_FUNCTION_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== '');
-  const child = spawn(process.execPath, [...inspect, ...extra, ...(options.nodeArgs ?? []), options.entry], {
+  const args = [...inspect, ...extra, ...(options.nodeArgs ?? []), options.entry];
+  const argv = options.launch === undefined ? { command: process.execPath, args } : options.launch(process.execPath, args);
+  const child = spawn(argv.command, argv.args, {
     cwd: REPO_ROOT,
     env: functionEnv(options.kubeconfig, port, options.env),
     stdio: ['ignore', logFd, logFd],

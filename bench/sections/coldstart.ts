@@ -22,6 +22,7 @@ import { AdapterSender, podEvent } from '../../testkit/apiserversource.ts';
 import { type PodBody, appDriver, appExecutors } from '../../testkit/spark-pods.ts';
 import { REPO_ROOT, freePort, functionEnv, sleep, startEmulatorProcess, stopChild, type EmulatorProcess } from '../lib/procs.ts';
 import { median, round } from '../lib/stats.ts';
+import type { Launch } from '../lib/cgroup.ts';
 
 export interface ColdVariant {
   readonly name: string;
@@ -66,7 +67,8 @@ export interface ColdStartResult {
 const BUILD_DIR = join(REPO_ROOT, '.bench-results');
 const DIST = join(BUILD_DIR, 'dist');
 const BUNDLE_DIR = join(BUILD_DIR, 'bundle');
-const BUNDLE = join(BUNDLE_DIR, 'start.cjs');
+/** The loader the container starts (`npm run bundle` output), once bundle() has built it. */
+export const BUNDLE = join(BUNDLE_DIR, 'start.cjs');
 const NO_CACHE_DIR = join(BUILD_DIR, 'bundle-no-cache');
 const ESM_BUNDLE = join(BUILD_DIR, 'bundle-esm', 'main.mjs');
 const COMPILE_CACHE = join(BUILD_DIR, 'compile-cache');
@@ -90,7 +92,7 @@ function build(): ColdStartResult['build'] {
 }
 
 /** Builds exactly as `npm run bundle` (package.json → scripts/bundle.ts) does, into .bench-results/bundle. */
-function bundle(): ColdStartResult['bundle'] {
+export function bundle(): ColdStartResult['bundle'] {
   const started = performance.now();
   rmSync(BUNDLE_DIR, { recursive: true, force: true });
   const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
@@ -120,18 +122,23 @@ function bundle(): ColdStartResult['bundle'] {
 
 const FLOOR_SCRIPT = `require('node:http').createServer((q, s) => { q.resume(); q.on('end', () => s.end('{}')); }).listen(Number(process.env.PORT), '0.0.0.0', () => console.log('{"msg":"listening"}'));`;
 
-/** One cold start: spawn, wait for the "listening" log line, send one add event at once, time its answer. */
-async function coldRun(
+/**
+ * One cold start: spawn, wait for the "listening" log line, send one add event at once, time its
+ * answer. `launch`: start it inside limits (bench/lib/cgroup.ts; the time includes the wrapper's exec).
+ */
+export async function coldRun(
   variant: ColdVariant,
   emulator: EmulatorProcess,
   executor: PodBody,
   extraArgs: readonly string[] = [],
   extraEnv: Record<string, string> = {},
+  launch?: Launch,
 ): Promise<ColdRun> {
   const port = await freePort();
   const args = variant.entry === '<floor>' ? ['-e', FLOOR_SCRIPT] : [...extraArgs, variant.entry];
+  const argv = launch === undefined ? { command: process.execPath, args } : launch(process.execPath, args);
   const started = performance.now();
-  const child = spawn(process.execPath, args, {
+  const child = spawn(argv.command, argv.args, {
     cwd: REPO_ROOT,
     env: { ...functionEnv(emulator.kubeconfig, port, { ...variant.env, ...extraEnv }) },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -34,12 +34,24 @@
  * answer on the same clock, and events never overlap.
  */
 import { spawn } from 'node:child_process';
+import type { Agent } from 'node:http';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { EXECUTOR_GONE_AT_ANNOTATION } from '../../shared/model/labels.ts';
 import { desiredExecutorService } from '../../shared/model/service-spec.ts';
-import { type AdapterEvent, AdapterSender, type Delivery, EventStream, nowUs, podEvent } from '../../testkit/apiserversource.ts';
+import { CONCURRENCY } from '../../shared/engine/observe.ts';
+import {
+  type AdapterEvent,
+  AdapterSender,
+  type Delivery,
+  EventStream,
+  nowUs,
+  podEvent,
+  pool,
+  type Verb,
+} from '../../testkit/apiserversource.ts';
+import { withManagedFields } from '../../testkit/managed-fields.ts';
 import {
   DRIVER_RUNNING_PATCH,
   DRIVER_SUCCEEDED_PATCH,
@@ -83,6 +95,9 @@ export const TARGETS = {
   noopCpuMs: 0.5,
   /** The latency the ratio targets are taken at. */
   atLatencyMs: 20,
+  /** Scale-up and teardown vs the fair floor (batch writes + bare delivery), at each of these latencies. */
+  fairRatio: 1.3,
+  fairRatioAtLatenciesMs: [5, 20],
 } as const;
 
 /** Spark 4.x's spark.kubernetes.allocation.batch.size default. */
@@ -142,7 +157,7 @@ const PART_OF: Readonly<Record<Step, Part>> = {
 /** Steps that change nothing the function reads: they must cost no API call (asserted). */
 // Issue 17: 'update: running' makes the Services (only a running executor claims its slot) and
 // 'driver: update Running' may be a late opt-in (its executors are looked at): neither is a no-op.
-const NO_OP_STEPS: ReadonlySet<Step> = new Set([
+export const NO_OP_STEPS: ReadonlySet<Step> = new Set([
   'driver: add (Pending)',
   'update: scheduled',
   'update: creating',
@@ -179,6 +194,8 @@ export interface AppRun {
   readonly records: readonly EventRecord[];
   /** API requests in the namespace that no event's window holds (work done after an answer). */
   readonly unattributed: number;
+  /** Services still there after the driver's Succeeded was answered (0 unless its deadline cut the deletes short). */
+  readonly servicesLeft: number;
 }
 
 export interface FloorRun {
@@ -191,6 +208,17 @@ export interface FloorRun {
   /** For information: the same loops through one connection pool (what the function's client does). */
   readonly reuseCreateMs: number;
   readonly reuseDeleteMs: number;
+  /**
+   * The fair floor's writes: batch after batch of the app (BATCH_SIZE pods, created as Spark
+   * does), the list the function makes of the batch's pods, then the batch's creates with
+   * CONCURRENCY in flight (shared/engine/observe.ts: what the function runs at once); at the end
+   * one list of the app's Services and every delete with CONCURRENCY in flight. One connection pool.
+   */
+  readonly batchCreateMs: number;
+  readonly batchDeleteMs: number;
+  /** The same events as the function's run (same bodies, same sender), delivered to a bare node:http server answering 200. */
+  readonly deliveryScaleUpMs: number;
+  readonly deliveryTeardownMs: number;
 }
 
 export interface LatencyResult {
@@ -210,6 +238,15 @@ export interface LatencyResult {
     readonly scaleUpRatio: number;
     readonly lastServiceRatio: number;
     readonly teardownRatio: number;
+    readonly batchCreateMs: number;
+    readonly batchDeleteMs: number;
+    readonly deliveryScaleUpMs: number;
+    readonly deliveryTeardownMs: number;
+    /** Fair floor = batch writes + bare delivery; ratios: median of the per-rep ratios. */
+    readonly fairScaleUpMs: number;
+    readonly fairTeardownMs: number;
+    readonly fairScaleUpRatio: number;
+    readonly fairTeardownRatio: number;
     readonly functionCpuMsPerEvent: number;
     readonly scaleUpCpuMsPerEvent: number;
     readonly teardownCpuMsPerEvent: number;
@@ -263,6 +300,8 @@ export interface LargeAppEvent {
 export interface SequentialResult {
   readonly executors: number;
   readonly batchSize: number;
+  /** API requests the function runs at once (shared/engine/observe.ts), which the fair floor uses too. */
+  readonly concurrency: number;
   readonly reps: number;
   readonly functionEnv: Record<string, string>;
   readonly podBytes: { readonly add: number; readonly ready: number; readonly failed: number };
@@ -315,6 +354,9 @@ export function manifestEnv(): Record<string, string> {
 
 // ---- pod changes as Kubernetes makes them ----------------------------------------------------
 
+/** The adapter's event for a pod as a real API server's watch shows it: the whole object, managedFields included. */
+export const watchedEvent = (verb: Verb, pod: PodBody): AdapterEvent => podEvent(verb, withManagedFields(pod));
+
 const iso = (): string => new Date().toISOString();
 const patchCmd = (namespace: string, name: string, patch: object): EmulatorCommand => ({
   op: 'patch',
@@ -335,22 +377,44 @@ async function batch<T>(emulator: EmulatorProcess, commands: readonly EmulatorCo
 
 // ---- one application through the sequential sender -----------------------------------------
 
+export interface SectionOptions {
+  /** One client for every namespace's stream, as one adapter process has (testkit goTransportAgent); default: a connection per stream. */
+  readonly agent?: Agent;
+  /**
+   * A retried event, or a Service left after the driver's Succeeded (its event's deadline cut the
+   * deletes short; the sweep takes the rest), fails the run (default); false: they are counted
+   * (retriedStatuses, AppRun.servicesLeft) and reported against a target.
+   */
+  readonly strict?: boolean;
+}
+
 interface Sent {
   readonly step: Step;
   readonly delivery: Delivery;
+  readonly event: AdapterEvent;
 }
 
-class Section {
+export class Section {
   readonly failures: string[] = [];
   /** Every event sent at TARGETS.atLatencyMs: the longest one. */
   longest: { ms: number; what: string } | undefined;
+  /** Every attempt's status that was not 2xx, counted (e.g. 503: the event's deadline passed). */
+  readonly retriedStatuses = new Map<string, number>();
+  /** Events delivered so far. */
+  delivered = 0;
   private readonly emulator: EmulatorProcess;
   private readonly fn: FunctionProcess;
+  private readonly options: SectionOptions;
   private latencyMs = 0;
 
-  constructor(emulator: EmulatorProcess, fn: FunctionProcess) {
+  constructor(emulator: EmulatorProcess, fn: FunctionProcess, options: SectionOptions = {}) {
     this.emulator = emulator;
     this.fn = fn;
+    this.options = options;
+  }
+
+  private newSender(): AdapterSender {
+    return new AdapterSender(this.fn.url, this.options.agent === undefined ? {} : { agent: this.options.agent });
   }
 
   async setLatency(ms: number): Promise<void> {
@@ -359,7 +423,10 @@ class Section {
   }
 
   note(what: string, delivery: Delivery): void {
-    if (!delivery.delivered || delivery.statuses.length > 1)
+    this.delivered++;
+    for (const status of delivery.statuses.slice(0, -1))
+      this.retriedStatuses.set(String(status), (this.retriedStatuses.get(String(status)) ?? 0) + 1);
+    if (!delivery.delivered || (delivery.statuses.length > 1 && this.options.strict !== false))
       this.failures.push(
         `sequential: ${what}: answered ${delivery.statuses.join(' → ')}${delivery.delivered ? '' : ` (dropped) ${delivery.body.slice(0, 200)}`}`,
       );
@@ -379,22 +446,22 @@ class Section {
     for (const { step, event } of events) {
       const delivery = await sender.send(event);
       this.note(`${namespace} ${step}`, delivery);
-      sent.push({ step, delivery });
+      sent.push({ step, delivery, event });
     }
     return (nowUs() - first) / 1000;
   }
 
   /** A whole application: driver start, scale-up batch by batch, teardown. */
-  async app(namespace: string, seed: number, executors: number, rep: number): Promise<AppRun> {
+  async app(namespace: string, seed: number, executors: number, rep: number): Promise<AppRun & { readonly sentEvents: PartEvents }> {
     const { emulator } = this;
-    const sender = new AdapterSender(this.fn.url);
+    const sender = this.newSender();
     const sent: Sent[] = [];
     const cpu0 = cpuMs(this.fn.pid);
     try {
       // Driver: created Pending, then running; Spark asks for executors once it runs.
       const [created] = await emulator.seed([realisticDriverPod(namespace, seed)]);
       let driver = created!;
-      await this.phase(sender, namespace, [{ step: 'driver: add (Pending)', event: podEvent('add', driver) }], sent);
+      await this.phase(sender, namespace, [{ step: 'driver: add (Pending)', event: watchedEvent('add', driver) }], sent);
       driver = await emulator.call<PodBody>({
         op: 'patch',
         resource: 'pods',
@@ -402,7 +469,7 @@ class Section {
         name: driver.metadata.name,
         patch: DRIVER_RUNNING_PATCH,
       });
-      await this.phase(sender, namespace, [{ step: 'driver: update Running', event: podEvent('update', driver) }], sent);
+      await this.phase(sender, namespace, [{ step: 'driver: update Running', event: watchedEvent('update', driver) }], sent);
 
       const cpuScaleUp0 = cpuMs(this.fn.pid);
       let scaleUpMs = 0;
@@ -417,7 +484,7 @@ class Section {
         scaleUpMs += await this.phase(
           sender,
           namespace,
-          pods.map((p, k) => ({ step: addStep(k), event: podEvent('add', p) })),
+          pods.map((p, k) => ({ step: addStep(k), event: watchedEvent('add', p) })),
           sent,
         );
         lastServiceMs = scaleUpMs;
@@ -429,7 +496,7 @@ class Section {
           scaleUpMs += await this.phase(
             sender,
             namespace,
-            changed.map((p) => ({ step: `update: ${s}` as Step, event: podEvent('update', p) })),
+            changed.map((p) => ({ step: `update: ${s}` as Step, event: watchedEvent('update', p) })),
             sent,
           );
         }
@@ -449,7 +516,7 @@ class Section {
         namespace,
         deleting
           .filter((_, k) => k % 2 === 1)
-          .map((p) => ({ step: 'update: deletionTimestamp (still Running)' as Step, event: podEvent('update', p!) })),
+          .map((p) => ({ step: 'update: deletionTimestamp (still Running)' as Step, event: watchedEvent('update', p!) })),
         sent,
       );
       const failed = await batch<PodBody>(
@@ -459,7 +526,7 @@ class Section {
       teardownMs += await this.phase(
         sender,
         namespace,
-        failed.map((p) => ({ step: 'update: phase Failed' as Step, event: podEvent('update', p) })),
+        failed.map((p) => ({ step: 'update: phase Failed' as Step, event: watchedEvent('update', p) })),
         sent,
       );
       const removed = await batch<PodBody | null>(
@@ -469,7 +536,7 @@ class Section {
       teardownMs += await this.phase(
         sender,
         namespace,
-        removed.filter((_, k) => k % 2 === 0).map((p) => ({ step: 'delete' as Step, event: podEvent('delete', p!) })),
+        removed.filter((_, k) => k % 2 === 0).map((p) => ({ step: 'delete' as Step, event: watchedEvent('delete', p!) })),
         sent,
       );
       const left = await emulator.countObjects('pods', namespace, 'spark-role=executor');
@@ -486,13 +553,19 @@ class Section {
         name: driver.metadata.name,
         patch: DRIVER_SUCCEEDED_PATCH,
       });
-      teardownMs += await this.phase(sender, namespace, [{ step: 'driver: update Succeeded', event: podEvent('update', driver) }], sent);
+      teardownMs += await this.phase(
+        sender,
+        namespace,
+        [{ step: 'driver: update Succeeded', event: watchedEvent('update', driver) }],
+        sent,
+      );
       const servicesGoneMs = teardownMs;
       const servicesLeft = await emulator.countObjects('services', namespace);
-      if (servicesLeft !== 0) this.failures.push(`sequential [${namespace}]: ${servicesLeft} Service(s) left after the driver finished`);
+      if (servicesLeft !== 0 && this.options.strict !== false)
+        this.failures.push(`sequential [${namespace}]: ${servicesLeft} Service(s) left after the driver finished`);
       const last = await emulator.call<PodBody>({ op: 'get', resource: 'pods', namespace, name: driver.metadata.name });
       await emulator.call({ op: 'delete', resource: 'pods', namespace, name: driver.metadata.name });
-      teardownMs += await this.phase(sender, namespace, [{ step: 'driver: delete', event: podEvent('delete', last) }], sent);
+      teardownMs += await this.phase(sender, namespace, [{ step: 'driver: delete', event: watchedEvent('delete', last) }], sent);
       const cpuTeardown = cpuMs(this.fn.pid) - cpuTeardown0;
       const cpu = cpuMs(this.fn.pid) - cpu0;
 
@@ -518,6 +591,11 @@ class Section {
         teardownCpuMsPerEvent: round(cpuTeardown / (executors * 3 + 2), 3),
         records,
         unattributed,
+        servicesLeft,
+        sentEvents: {
+          scaleUp: sent.filter((x) => PART_OF[x.step] === 'scale-up').map((x) => x.event),
+          teardown: sent.filter((x) => PART_OF[x.step] === 'termination' || PART_OF[x.step] === 'driver end').map((x) => x.event),
+        },
       };
     } finally {
       sender.close();
@@ -588,6 +666,75 @@ async function floorLoops(
   return { createMs: round(createMs, 1), deleteMs: round(deleteMs, 1) };
 }
 
+/** The events of an app's run by part, to be sent again to the bare sink. */
+export interface PartEvents {
+  readonly scaleUp: readonly AdapterEvent[];
+  readonly teardown: readonly AdapterEvent[];
+}
+
+/**
+ * The fair floor's writes (see FloorRun.batchCreateMs): what an event-driven design must at least
+ * do against the API server for an application arriving as Spark creates it.
+ */
+export async function batchFloorLoops(
+  emulator: EmulatorProcess,
+  api: k8s.CoreV1Api,
+  namespace: string,
+  n: number,
+  seed: number,
+): Promise<{ createMs: number; deleteMs: number }> {
+  const [driver] = await emulator.seed([{ ...realisticDriverPod(namespace, seed), status: { phase: 'Running', podIP: '10.244.0.5' } }]);
+  const appId = driver!.metadata.labels['spark-app-selector']!;
+  const owner = { name: driver!.metadata.name, uid: driver!.metadata.uid! };
+  const options = reuseConnectionOptions();
+  const names: string[] = [];
+  let createMs = 0;
+  for (let first = 1; first <= n; first += BATCH_SIZE) {
+    const ids = Array.from({ length: Math.min(BATCH_SIZE, n - first + 1) }, (_, k) => first + k);
+    const pods = await emulator.seed(ids.map((id) => realisticExecutorPod(driver!, id)));
+    const bodies = pods.map((p, k) =>
+      desiredExecutorService(
+        namespace,
+        { appId, execId: String(ids[k]), executor: { name: p.metadata.name, uid: p.metadata.uid! }, owner },
+        7079,
+      ),
+    );
+    const t = performance.now();
+    // The function's list of the batch's claimants (shared/engine/observe.ts listClaimantIds).
+    await api.listNamespacedPod(
+      { namespace, labelSelector: `spark-app-selector=${appId},spark-role=executor,spark-exec-id in (${ids.join(',')})` },
+      options,
+    );
+    await pool(bodies.length, CONCURRENCY, async (k) => {
+      await api.createNamespacedService({ namespace, body: bodies[k]! }, options);
+    });
+    createMs += performance.now() - t;
+    names.push(...bodies.map((b) => b.metadata.name));
+  }
+  const t = performance.now();
+  await api.listNamespacedService({ namespace, labelSelector: `spark-app-selector=${appId}` }, options);
+  await pool(names.length, CONCURRENCY, async (k) => {
+    await api.deleteNamespacedService({ namespace, name: names[k]! }, options);
+  });
+  const deleteMs = performance.now() - t;
+  return { createMs: round(createMs, 1), deleteMs: round(deleteMs, 1) };
+}
+
+/** The same events sent the same way (one at a time, the adapter's sender) to the bare sink: the delivery part of the fair floor. */
+async function deliveryFloor(section: Section, sinkUrl: string, events: PartEvents): Promise<{ scaleUpMs: number; teardownMs: number }> {
+  const sender = new AdapterSender(sinkUrl);
+  try {
+    const time = async (list: readonly AdapterEvent[]): Promise<number> => {
+      const t = nowUs();
+      for (const event of list) section.note('bare sink delivery', await sender.send(event));
+      return (nowUs() - t) / 1000;
+    };
+    return { scaleUpMs: round(await time(events.scaleUp), 1), teardownMs: round(await time(events.teardown), 1) };
+  } finally {
+    sender.close();
+  }
+}
+
 async function floorRun(
   emulator: EmulatorProcess,
   api: k8s.CoreV1Api,
@@ -596,10 +743,20 @@ async function floorRun(
   seed: number,
   latencyMs: number,
   rep: number,
-): Promise<FloorRun> {
+): Promise<Omit<FloorRun, 'deliveryScaleUpMs' | 'deliveryTeardownMs'>> {
   const plain = await floorLoops(emulator, api, namespace, n, seed, false);
   const reuse = await floorLoops(emulator, api, `${namespace}-r`, n, seed + 5000, true);
-  return { namespace, latencyMs, rep, ...plain, reuseCreateMs: reuse.createMs, reuseDeleteMs: reuse.deleteMs };
+  const batched = await batchFloorLoops(emulator, api, `${namespace}-b`, n, seed + 7000);
+  return {
+    namespace,
+    latencyMs,
+    rep,
+    ...plain,
+    reuseCreateMs: reuse.createMs,
+    reuseDeleteMs: reuse.deleteMs,
+    batchCreateMs: batched.createMs,
+    batchDeleteMs: batched.deleteMs,
+  };
 }
 
 // ---- paced scale-up: Spark's allocation rate, events as they come ----------------------------
@@ -638,8 +795,8 @@ async function pacedRun(
       name: created!.metadata.name,
       patch: { status: { phase: 'Running', podIP: '10.244.0.5' } },
     });
-    stream.push(podEvent('add', created!), { kind: 'update', createdUs: 0 });
-    stream.push(podEvent('update', driver), { kind: 'update', createdUs: 0 });
+    stream.push(watchedEvent('add', created!), { kind: 'update', createdUs: 0 });
+    stream.push(watchedEvent('update', driver), { kind: 'update', createdUs: 0 });
     await stream.drained();
     const requestsBefore = (await emulator.requests(namespace)).length;
     const startedUs = nowUs();
@@ -656,7 +813,7 @@ async function pacedRun(
         at(k * 1000, async () => {
           const pods = await emulator.seed(ids.map((id) => realisticExecutorPod(driver, id)));
           const createdUs = nowUs();
-          for (const p of pods) stream.push(podEvent('add', p), { kind: 'add', createdUs });
+          for (const p of pods) stream.push(watchedEvent('add', p), { kind: 'add', createdUs });
           for (const s of STATUS_STEPS) {
             tasks.push(
               at(k * 1000 + PACED_OFFSETS_MS[s], async () => {
@@ -664,7 +821,7 @@ async function pacedRun(
                   emulator,
                   pods.map((p, j) => patchCmd(namespace, p.metadata.name, executorStatusPatch(s, p.metadata.name, ids[j]!))),
                 );
-                for (const p of changed) stream.push(podEvent('update', p), { kind: 'update', createdUs });
+                for (const p of changed) stream.push(watchedEvent('update', p), { kind: 'update', createdUs });
               }),
             );
           }
@@ -701,7 +858,7 @@ async function pacedRun(
 // ---- no-op updates: the function's CPU per event --------------------------------------------
 
 /** Running executors with their Services, and the snapshots of their status updates (which change nothing the function reads). */
-async function noopFixture(
+export async function noopFixture(
   section: Section,
   emulator: EmulatorProcess,
   fn: FunctionProcess,
@@ -726,7 +883,7 @@ async function noopFixture(
       emulator,
       seeded.map((p, i) => patchCmd(namespace, p.metadata.name, executorStatusPatch('running', p.metadata.name, i + 1))),
     );
-    for (const p of pods) section.note(`${namespace} add`, await sender.send(podEvent('add', p)));
+    for (const p of pods) section.note(`${namespace} add`, await sender.send(watchedEvent('add', p)));
     const snapshots: PodBody[] = [];
     for (const s of RUNNING_STATUS_STEPS)
       snapshots.push(
@@ -741,7 +898,7 @@ async function noopFixture(
   }
 }
 
-interface NoopMeasure {
+export interface NoopMeasure {
   readonly cpuMsPerEvent: number;
   readonly userMsPerEvent: number;
   /** Kernel time: mostly the socket reads and writes of the HTTP exchange (and the log's writes). */
@@ -751,7 +908,7 @@ interface NoopMeasure {
   readonly calls: number;
 }
 
-async function noopRun(
+export async function noopRun(
   section: Section,
   emulator: EmulatorProcess,
   target: { readonly url: string; readonly pid: number },
@@ -763,8 +920,8 @@ async function noopRun(
   const sender = new AdapterSender(target.url);
   try {
     // Warm: every snapshot once (JIT; the function has seen each pod already).
-    for (const p of snapshots) section.note(`${namespace} no-op update (warm-up)`, await sender.send(podEvent('update', p)));
-    const events = Array.from({ length: n }, (_, i) => podEvent('update', snapshots[i % snapshots.length]!));
+    for (const p of snapshots) section.note(`${namespace} no-op update (warm-up)`, await sender.send(watchedEvent('update', p)));
+    const events = Array.from({ length: n }, (_, i) => watchedEvent('update', snapshots[i % snapshots.length]!));
     const before = (await emulator.requests(namespace)).length;
     const samples: number[] = [];
     let user = 0;
@@ -797,7 +954,7 @@ async function noopRun(
 }
 
 /** Each figure's median over the rounds. */
-function medianMeasure(rounds: readonly NoopMeasure[]): Omit<NoopMeasure, 'calls'> {
+export function medianMeasure(rounds: readonly NoopMeasure[]): Omit<NoopMeasure, 'calls'> {
   const m = (f: (r: NoopMeasure) => number): number => round(median(rounds.map(f)), 3);
   return {
     cpuMsPerEvent: m((r) => r.cpuMsPerEvent),
@@ -813,12 +970,18 @@ function medianMeasure(rounds: readonly NoopMeasure[]): Omit<NoopMeasure, 'calls
  * (no CloudEvents SDK, no validation, no log). Its CPU per event is what the function's can be
  * compared with on this machine.
  */
-const SINK_SCRIPT = `require('node:http').createServer((q, s) => { const c = []; q.on('data', (d) => c.push(d)); q.on('end', () => { if (c.length > 0) JSON.parse(Buffer.concat(c).toString('utf8')); s.writeHead(204); s.end(); }); }).listen(Number(process.env.PORT), '127.0.0.1');`;
+const SINK_SCRIPT = `const status = Number(process.env.STATUS); require('node:http').createServer((q, s) => { const c = []; q.on('data', (d) => c.push(d)); q.on('end', () => { if (c.length > 0) JSON.parse(Buffer.concat(c).toString('utf8')); s.writeHead(status); s.end(); }); }).listen(Number(process.env.PORT), '127.0.0.1');`;
 
-async function startBareSink(): Promise<{ url: string; pid: number; stop: () => Promise<void> }> {
+/** The bare sink in a process of its own; `status`: 204 as the function answers with REPLY_MODE=none, or 200. */
+export async function startBareSink(
+  status = 204,
+  launch?: (command: string, args: readonly string[]) => { command: string; args: string[] },
+): Promise<{ url: string; pid: number; stop: () => Promise<void> }> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['-e', SINK_SCRIPT], {
-    env: { PATH: process.env['PATH'] ?? '', PORT: String(port) },
+  const argv =
+    launch === undefined ? { command: process.execPath, args: ['-e', SINK_SCRIPT] } : launch(process.execPath, ['-e', SINK_SCRIPT]);
+  const child = spawn(argv.command, argv.args, {
+    env: { PATH: process.env['PATH'] ?? '', PORT: String(port), STATUS: String(status) },
     stdio: 'ignore',
   });
   const url = `http://127.0.0.1:${port}/`;
@@ -884,7 +1047,7 @@ async function largeApp(
     await one(
       `first add of another app (namespace holds ${executors} Services)`,
       'add: first executor of the app',
-      podEvent('add', exec!),
+      watchedEvent('add', exec!),
       other!.metadata.name,
     );
     const finished = await emulator.call<PodBody>({
@@ -897,12 +1060,12 @@ async function largeApp(
     await one(
       `driver update Succeeded (${executors} Services in their cool-down)`,
       'driver: update Succeeded',
-      podEvent('update', finished),
+      watchedEvent('update', finished),
       driver.metadata.name,
     );
     const last = await emulator.call<PodBody>({ op: 'get', resource: 'pods', namespace, name: driver.metadata.name });
     await emulator.call({ op: 'delete', resource: 'pods', namespace, name: driver.metadata.name });
-    await one('driver delete', 'driver: delete', podEvent('delete', last), driver.metadata.name);
+    await one('driver delete', 'driver: delete', watchedEvent('delete', last), driver.metadata.name);
     return out;
   } finally {
     sender.close();
@@ -956,7 +1119,7 @@ function timePerExecutor(apps: readonly AppRun[]): Record<string, number> {
   return out;
 }
 
-function callsPerExecutor(app: AppRun): { scaleUp: number; termination: number; driver: number; total: number } {
+export function callsPerExecutor(app: AppRun): { scaleUp: number; termination: number; driver: number; total: number } {
   const sum = (part: Part): number =>
     app.records.filter((r) => PART_OF[r.step] === part).reduce((a, r) => a + Object.values(r.calls).reduce((x, y) => x + y, 0), 0);
   const n = app.executors;
@@ -1000,6 +1163,8 @@ export async function runSequential(options: SequentialOptions): Promise<Sequent
       logFile: join(options.resultsDir, 'function-sequential.log'),
     });
     section = new Section(emulator, fn);
+    // The fair floor's delivery: a bare node:http server answering 200, for the whole section.
+    const sink = await startBareSink(200);
     const kubeConfig = new k8s.KubeConfig();
     kubeConfig.loadFromFile(emulator.kubeconfig);
     const api = kubeConfig.makeApiClient(k8s.CoreV1Api);
@@ -1008,14 +1173,14 @@ export async function runSequential(options: SequentialOptions): Promise<Sequent
       {
         const [d] = await emulator.seed([realisticDriverPod('seq-sizes', 1)]);
         const [e] = await emulator.seed([realisticExecutorPod(d!, 1)]);
-        const add = podEvent('add', e!).body.length;
+        const add = watchedEvent('add', e!).body.length;
         let ready = 0;
         for (const s of STATUS_STEPS)
-          ready = podEvent(
+          ready = watchedEvent(
             'update',
             await emulator.call<PodBody>(patchCmd('seq-sizes', e!.metadata.name, executorStatusPatch(s, e!.metadata.name, 1))),
           ).body.length;
-        const failed = podEvent(
+        const failed = watchedEvent(
           'update',
           await emulator.call<PodBody>(patchCmd('seq-sizes', e!.metadata.name, executorStatusPatch('failed', e!.metadata.name, 1))),
         ).body.length;
@@ -1023,7 +1188,8 @@ export async function runSequential(options: SequentialOptions): Promise<Sequent
       }
       // Warm-up (JIT) of both sides, not timed.
       await section.setLatency(0);
-      await section.app('seq-warm', 100, Math.min(20, options.executors), 0);
+      const warm = await section.app('seq-warm', 100, Math.min(20, options.executors), 0);
+      await deliveryFloor(section, sink.url, warm.sentEvents);
       await floorRun(emulator, api, 'seqf-warm', 50, 100, 0, 0);
 
       const apps = new Map<number, AppRun[]>();
@@ -1032,14 +1198,16 @@ export async function runSequential(options: SequentialOptions): Promise<Sequent
         for (const lat of latencies) {
           await section.setLatency(lat);
           const seed = 100 + rep * 10 + latencies.indexOf(lat);
+          let writes: Omit<FloorRun, 'deliveryScaleUpMs' | 'deliveryTeardownMs'> | undefined;
+          let delivered: { scaleUpMs: number; teardownMs: number } | undefined;
           const runFloor = async (): Promise<void> => {
-            floors.set(lat, [
-              ...(floors.get(lat) ?? []),
-              await floorRun(emulator, api, `seqf-${lat}ms-${rep}`, options.executors, seed, lat, rep),
-            ]);
+            writes = await floorRun(emulator, api, `seqf-${lat}ms-${rep}`, options.executors, seed, lat, rep);
           };
           const runApp = async (): Promise<void> => {
-            apps.set(lat, [...(apps.get(lat) ?? []), await section!.app(appNs(lat, rep), seed, options.executors, rep)]);
+            const { sentEvents, ...app } = await section!.app(appNs(lat, rep), seed, options.executors, rep);
+            apps.set(lat, [...(apps.get(lat) ?? []), app]);
+            // The same events to the bare sink, right after (the delivery part of the fair floor).
+            delivered = await deliveryFloor(section!, sink.url, sentEvents);
           };
           // Alternate which goes first, so that neither always runs on the warmer machine.
           if (rep % 2 === 1) {
@@ -1049,11 +1217,14 @@ export async function runSequential(options: SequentialOptions): Promise<Sequent
             await runApp();
             await runFloor();
           }
+          const f: FloorRun = { ...writes!, deliveryScaleUpMs: delivered!.scaleUpMs, deliveryTeardownMs: delivered!.teardownMs };
+          floors.set(lat, [...(floors.get(lat) ?? []), f]);
           const a = apps.get(lat)!.at(-1)!;
-          const f = floors.get(lat)!.at(-1)!;
+          const fairUp = f.batchCreateMs + f.deliveryScaleUpMs;
+          const fairDown = f.batchDeleteMs + f.deliveryTeardownMs;
           log(
-            `  ${String(lat).padStart(2)} ms/call, run ${rep}: scale-up ${Math.round(a.scaleUpMs)} ms vs floor ${Math.round(f.createMs)} ms (${(a.scaleUpMs / f.createMs).toFixed(2)}×), ` +
-              `last Service ${Math.round(a.lastServiceMs)} ms, teardown ${Math.round(a.teardownMs)} ms vs floor ${Math.round(f.deleteMs)} ms (${(a.teardownMs / f.deleteMs).toFixed(2)}×)`,
+            `  ${String(lat).padStart(2)} ms/call, run ${rep}: scale-up ${Math.round(a.scaleUpMs)} ms vs fair floor ${Math.round(fairUp)} ms (${(a.scaleUpMs / fairUp).toFixed(2)}×; batches ${Math.round(f.batchCreateMs)} + delivery ${Math.round(f.deliveryScaleUpMs)}), sequential floor ${Math.round(f.createMs)} ms (${(a.scaleUpMs / f.createMs).toFixed(2)}×); ` +
+              `teardown ${Math.round(a.teardownMs)} ms vs fair floor ${Math.round(fairDown)} ms (${(a.teardownMs / fairDown).toFixed(2)}×), sequential floor ${Math.round(f.deleteMs)} ms (${(a.teardownMs / f.deleteMs).toFixed(2)}×)`,
           );
         }
       }
@@ -1077,6 +1248,14 @@ export async function runSequential(options: SequentialOptions): Promise<Sequent
             scaleUpRatio: round(median(as.map((a, i) => a.scaleUpMs / fs[i]!.createMs)), 2),
             lastServiceRatio: round(median(as.map((a, i) => a.lastServiceMs / fs[i]!.createMs)), 2),
             teardownRatio: round(median(as.map((a, i) => a.teardownMs / fs[i]!.deleteMs)), 2),
+            batchCreateMs: m(fs.map((f) => f.batchCreateMs)),
+            batchDeleteMs: m(fs.map((f) => f.batchDeleteMs)),
+            deliveryScaleUpMs: m(fs.map((f) => f.deliveryScaleUpMs)),
+            deliveryTeardownMs: m(fs.map((f) => f.deliveryTeardownMs)),
+            fairScaleUpMs: m(fs.map((f) => f.batchCreateMs + f.deliveryScaleUpMs)),
+            fairTeardownMs: m(fs.map((f) => f.batchDeleteMs + f.deliveryTeardownMs)),
+            fairScaleUpRatio: round(median(as.map((a, i) => a.scaleUpMs / (fs[i]!.batchCreateMs + fs[i]!.deliveryScaleUpMs))), 2),
+            fairTeardownRatio: round(median(as.map((a, i) => a.teardownMs / (fs[i]!.batchDeleteMs + fs[i]!.deliveryTeardownMs))), 2),
             functionCpuMsPerEvent: round(median(as.map((a) => a.functionCpuMsPerEvent)), 3),
             scaleUpCpuMsPerEvent: round(median(as.map((a) => a.scaleUpCpuMsPerEvent)), 3),
             teardownCpuMsPerEvent: round(median(as.map((a) => a.teardownCpuMsPerEvent)), 3),
@@ -1101,14 +1280,14 @@ export async function runSequential(options: SequentialOptions): Promise<Sequent
       const snapshots = await noopFixture(section, emulator, fn, 'seq-noop', 400, Math.min(50, options.executors));
       const rounds: NoopMeasure[] = [];
       const sinkRounds: NoopMeasure[] = [];
-      const sink = await startBareSink();
+      const noopSink = await startBareSink();
       try {
         for (let k = 0; k < options.reps; k++) {
           rounds.push(await noopRun(section, emulator, fn, 'seq-noop', snapshots, options.noopEvents));
-          sinkRounds.push(await noopRun(section, emulator, sink, 'seq-noop', snapshots, options.noopEvents));
+          sinkRounds.push(await noopRun(section, emulator, noopSink, 'seq-noop', snapshots, options.noopEvents));
         }
       } finally {
-        await sink.stop();
+        await noopSink.stop();
       }
       const calls = rounds.reduce((a, r) => a + r.calls, 0);
       if (calls !== 0)
@@ -1139,6 +1318,7 @@ export async function runSequential(options: SequentialOptions): Promise<Sequent
           );
       }
     } finally {
+      await sink.stop();
       await fn.stop();
     }
 
@@ -1193,6 +1373,7 @@ export async function runSequential(options: SequentialOptions): Promise<Sequent
   return {
     executors: options.executors,
     batchSize: BATCH_SIZE,
+    concurrency: CONCURRENCY,
     reps: options.reps,
     functionEnv: env,
     podBytes,

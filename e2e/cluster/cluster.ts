@@ -374,6 +374,9 @@ function spawnCollect(cmd: string, args: readonly string[], opts: { timeoutMs?: 
       clearTimeout(timer);
       resolve({ code, signal, stdout, stderr });
     });
+    // A command that exits without reading its stdin (most do) closes the pipe: EPIPE on this end
+    // is no failure of the command, whose exit status is what counts.
+    child.stdin?.on('error', () => undefined);
     child.stdin?.end(opts.input ?? '');
   });
 }

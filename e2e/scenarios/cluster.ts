@@ -21,7 +21,7 @@ export interface ScenarioCluster {
   stop(): Promise<void>;
 }
 
-export async function scenarioCluster(name: string, needs: { kubelet: boolean }): Promise<ScenarioCluster> {
+export async function scenarioCluster(name: string, needs: { kubelet: boolean; dns?: boolean }): Promise<ScenarioCluster> {
   const logDir = join(process.env['E2E_LOG_DIR'] ?? join(tmpdir(), `spark-exec-svc-e2e-${process.pid}`), name);
   const url = process.env['E2E_APISERVER_URL'];
   if (url !== undefined && url !== '') {
@@ -46,9 +46,10 @@ export async function scenarioCluster(name: string, needs: { kubelet: boolean })
     };
   }
   // Without a kubelet the scenarios write pods' Running status themselves (status subresource).
-  // Connects go to ClusterIPs, never to names: no CoreDNS needed.
+  // Connects go to ClusterIPs, never to names: no CoreDNS needed, unless a scenario resolves
+  // Service names (the Spark executors advertise them).
   const harness = await startCluster(
-    needs.kubelet ? { proxyMode: 'iptables', dns: false } : { kubelet: false, dns: false, proxyMode: 'none' },
+    needs.kubelet ? { proxyMode: 'iptables', dns: needs.dns ?? false } : { kubelet: false, dns: false, proxyMode: 'none' },
   );
   const hostUrl = new URL(harness.apiServerHostURL);
   return {

@@ -41,7 +41,7 @@ import {
   renderSparkWhy,
   scenarioId,
 } from './spark-report.ts';
-import { paragraph } from './text-layout.ts';
+import { paragraph } from '../../testkit/text-layout.ts';
 import type { SparkRow } from './spark-report.ts';
 import { CleanupStack, activeCleanups, findBinary, isRoot, run } from './sys.ts';
 import { RESULT_PREFIX, sparkPlanBoundMs } from './types.ts';

@@ -4,7 +4,7 @@
  * checked against spark-fetch-model.ts at the same scaled settings and then projected with the
  * model to the real settings.
  */
-import { REPORT_COLUMNS, fitTable, keepUnits, paragraph } from './text-layout.ts';
+import { REPORT_COLUMNS, fitTable, keepUnits, paragraph } from '../../testkit/text-layout.ts';
 import { SPARK_DEFAULT_CONF, SPARK_TUNED_CONF, scaleConf, taskGiveUp, uniformPeers } from './spark-fetch-model.ts';
 import type { ConnectOutcome, FetchConf, TaskGiveUp } from './spark-fetch-model.ts';
 import type { SparkScenarioPlan, SparkScenarioResult, TargetPlan } from './types.ts';

@@ -3,6 +3,7 @@
  * `maxBytes` of estimated size: the one building block of every per-process cache here, so that
  * none grows with the number of executors or applications ever seen, nor with the size of
  * what hostile input manages to put in an entry.
+ * Not lru-cache 11.5.4 (measured 2026-12-04, max+maxSize+sizeCalculation): same bounds and evictions, 0.2–0.6 µs faster a get, but a runtime dependency and ≈ 99 KiB preallocated per cache.
  */
 export class BoundedLru<V> {
   private readonly entries = new Map<string, { readonly value: V; readonly bytes: number }>();

@@ -49,7 +49,22 @@ it('runs every bench section with tiny sizes from a fresh checkout (no .bench-re
   ];
   const started = Date.now();
   const runs = await Promise.all([
-    runBench(['--only', 'coldstart,sequential', ...tiny, ...tinySequential, '--out', join('.bench-results', 'coldstart.json')]),
+    runBench([
+      '--only',
+      'coldstart,sequential,constrained,curve',
+      ...tiny,
+      ...tinySequential,
+      '--lim-namespaces',
+      '2',
+      '--lim-executors',
+      '2',
+      '--curve',
+      '10',
+      '--curve-namespaces',
+      '2x5',
+      '--out',
+      join('.bench-results', 'coldstart.json'),
+    ]),
     runBench(['--only', 'overhead,lifecycle,burst,memory', ...tiny]),
   ]);
   const seconds = Math.round((Date.now() - started) / 1000);
@@ -60,17 +75,33 @@ it('runs every bench section with tiny sizes from a fresh checkout (no .bench-re
   const read = (file: string): Report => JSON.parse(readFileSync(join(results, file), 'utf8')) as Report;
   const cold = read('coldstart.json');
   const report = read('bench.json');
-  expect(cold.options.sections).toEqual(['coldstart', 'sequential']);
+  expect(cold.options.sections).toEqual(['coldstart', 'sequential', 'constrained', 'curve']);
   expect(cold.failures).toEqual([]);
   expect(cold.coldStart?.variants.length).toBeGreaterThan(0);
   // Sequential: both latencies measured against the floor, every step's calls counted, no-op updates free.
   const seq = cold.sequential;
   expect(seq?.latencies.map((l) => l.latencyMs)).toEqual([0, 20]);
-  for (const l of seq?.latencies ?? []) expect(l.median.floorCreateMs).toBeGreaterThan(0);
+  for (const l of seq?.latencies ?? []) {
+    expect(l.median.floorCreateMs).toBeGreaterThan(0);
+    // The fair floor: batch writes and the bare delivery of the same events, both measured.
+    expect(l.median.batchCreateMs).toBeGreaterThan(0);
+    expect(l.median.deliveryScaleUpMs).toBeGreaterThan(0);
+    expect(l.median.fairTeardownRatio).toBeGreaterThan(0);
+  }
   expect(seq?.steps[0]?.stats.find((s) => s.step === 'update: ready')?.callsPerEvent).toBe(0);
   expect(seq?.noop?.calls).toBe(0);
   expect(seq?.paced.length).toBe(1);
   expect(seq?.longestEvent?.ms).toBeGreaterThan(0);
+  // The scale curve: one namespace and several, calls per executor counted.
+  expect(cold.curve?.points.map((p) => p.executors)).toEqual([10, 10]);
+  for (const p of cold.curve?.points ?? []) expect(p.scaleUpCallsPerExecutor).toBeGreaterThan(0);
+  // Under the container's limits and without: every figure measured, the cgroup removed.
+  expect(cold.constrained?.modes.map((m) => m.mode)).toEqual(['constrained', 'unconstrained']);
+  for (const m of cold.constrained?.modes ?? []) {
+    expect(m.coldStart.medianMs).toBeGreaterThan(0);
+    expect(m.namespaces.podsPerSecond).toBeGreaterThan(0);
+    expect(m.noop.sink.cpuMsPerEvent).toBeGreaterThanOrEqual(0);
+  }
   expect(report.options.sections.sort()).toEqual(['burst', 'lifecycle', 'memory', 'overhead']);
   expect(report.failures).toEqual([]);
   expect(report.overhead.length).toBeGreaterThan(0);
@@ -97,9 +128,26 @@ interface Report {
   };
   readonly burst?: unknown;
   readonly coldStart?: { readonly variants: readonly unknown[] };
+  readonly curve?: { readonly points: ReadonlyArray<{ readonly executors: number; readonly scaleUpCallsPerExecutor: number }> };
+  readonly constrained?: {
+    readonly modes: ReadonlyArray<{
+      readonly mode: string;
+      readonly coldStart: { readonly medianMs: number };
+      readonly namespaces: { readonly podsPerSecond: number };
+      readonly noop: { readonly sink: { readonly cpuMsPerEvent: number } };
+    }>;
+  };
   readonly memory?: { readonly samples: readonly unknown[] };
   readonly sequential?: {
-    readonly latencies: ReadonlyArray<{ readonly latencyMs: number; readonly median: { readonly floorCreateMs: number } }>;
+    readonly latencies: ReadonlyArray<{
+      readonly latencyMs: number;
+      readonly median: {
+        readonly floorCreateMs: number;
+        readonly batchCreateMs: number;
+        readonly deliveryScaleUpMs: number;
+        readonly fairTeardownRatio: number;
+      };
+    }>;
     readonly steps: ReadonlyArray<{ readonly stats: ReadonlyArray<{ readonly step: string; readonly callsPerEvent: number }> }>;
     readonly noop?: { readonly calls: number };
     readonly paced: readonly unknown[];

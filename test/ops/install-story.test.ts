@@ -295,8 +295,10 @@ describe('npm start', () => {
     const r = await run(process.execPath, ['demo/replay.ts']);
     expect(r.code, r.stderr).toBe(0);
     const driverDelete = r.stdout.split('\n').find((l) => /^\s+delete\s+\S+-driver\s+->/.test(l));
-    expect(driverDelete).toMatch(/-> spark-exec-svc\.service\.collected /);
+    expect(driverDelete).toMatch(/-> spark-exec-svc\.service\.collected(\s|$)/);
     expect(r.stdout).toContain('(no Services of ours left)');
+    // Readable at 100 columns (issue 20), on stdout and stderr alike.
+    for (const line of `${r.stdout}\n${r.stderr}`.split('\n')) expect(line.length, line).toBeLessThanOrEqual(100);
   }, 120_000);
 });
 

@@ -81,6 +81,13 @@ public final class FetchLossJob {
     }
   }
 
+  /** Map.of without its ban on null values (a FetchFailed of missing map output has no block manager). */
+  static Map<String, Object> fields(Object... kv) {
+    Map<String, Object> m = new LinkedHashMap<>();
+    for (int i = 0; i + 1 < kv.length; i += 2) m.put((String) kv[i], kv[i + 1]);
+    return m;
+  }
+
   static final class Recorder extends SparkListener {
     final List<Map<String, Object>> events = Collections.synchronizedList(new ArrayList<>());
 
@@ -94,28 +101,28 @@ public final class FetchLossJob {
 
     @Override
     public void onExecutorAdded(SparkListenerExecutorAdded e) {
-      add("executorAdded", Map.of("executorId", e.executorId(), "host", e.executorInfo().executorHost(), "eventTimeMs", e.time()));
+      add("executorAdded", fields("executorId", e.executorId(), "host", e.executorInfo().executorHost(), "eventTimeMs", e.time()));
     }
 
     @Override
     public void onExecutorRemoved(SparkListenerExecutorRemoved e) {
-      add("executorRemoved", Map.of("executorId", e.executorId(), "reason", String.valueOf(e.reason()), "eventTimeMs", e.time()));
+      add("executorRemoved", fields("executorId", e.executorId(), "reason", String.valueOf(e.reason()), "eventTimeMs", e.time()));
     }
 
     @Override
     public void onStageSubmitted(SparkListenerStageSubmitted e) {
-      add("stageSubmitted", Map.of("stageId", e.stageInfo().stageId(), "attempt", e.stageInfo().attemptNumber(), "name", e.stageInfo().name()));
+      add("stageSubmitted", fields("stageId", e.stageInfo().stageId(), "attempt", e.stageInfo().attemptNumber(), "name", e.stageInfo().name()));
     }
 
     @Override
     public void onStageCompleted(SparkListenerStageCompleted e) {
       String failure = e.stageInfo().failureReason().isDefined() ? e.stageInfo().failureReason().get() : "";
-      add("stageCompleted", Map.of("stageId", e.stageInfo().stageId(), "attempt", e.stageInfo().attemptNumber(), "failureReason", failure));
+      add("stageCompleted", fields("stageId", e.stageInfo().stageId(), "attempt", e.stageInfo().attemptNumber(), "failureReason", failure));
     }
 
     @Override
     public void onTaskStart(SparkListenerTaskStart e) {
-      add("taskStart", Map.of("stageId", e.stageId(), "partition", e.taskInfo().index(), "executorId", e.taskInfo().executorId(), "host", e.taskInfo().host()));
+      add("taskStart", fields("stageId", e.stageId(), "partition", e.taskInfo().index(), "executorId", e.taskInfo().executorId(), "host", e.taskInfo().host()));
     }
 
     @Override
@@ -129,7 +136,10 @@ public final class FetchLossJob {
       f.put("reason", reason.getClass().getSimpleName().replace("$", ""));
       if (reason instanceof FetchFailed) {
         FetchFailed ff = (FetchFailed) reason;
-        f.put("fetchFrom", Map.of("executorId", ff.bmAddress().executorId(), "host", ff.bmAddress().host(), "port", ff.bmAddress().port()));
+        // null for "missing an output location" (MetadataFetchFailedException): no peer was asked
+        if (ff.bmAddress() != null) {
+          f.put("fetchFrom", fields("executorId", ff.bmAddress().executorId(), "host", ff.bmAddress().host(), "port", ff.bmAddress().port()));
+        }
         f.put("message", ff.message());
       } else if (!"Success".equals(f.get("reason"))) {
         f.put("message", reason.toString());
@@ -139,7 +149,7 @@ public final class FetchLossJob {
 
     @Override
     public void onJobEnd(SparkListenerJobEnd e) {
-      add("jobEnd", Map.of("jobId", e.jobId(), "result", String.valueOf(e.jobResult())));
+      add("jobEnd", fields("jobId", e.jobId(), "result", String.valueOf(e.jobResult())));
     }
   }
 

@@ -1,5 +1,5 @@
 /**
- * Terminal layout of the demo's report: paragraphs and a table that fit a width (100 columns, what
+ * Terminal layout of the demos' reports (npm start, npm run demo:fast-fail): paragraphs and a table that fit a width (100 columns, what
  * a terminal beside an editor shows), wrapping at spaces. A word longer than the width is kept
  * whole (it overflows rather than being cut). A no-break space (NBSP) joins words that must stay on
  * one line (a number and its unit); it is printed as a plain space.

@@ -1,0 +1,727 @@
+/**
+ * One real Spark application on the harness cluster that loses an executor while the next stage
+ * fetches from it (issue 19), shared by e2e/scenarios/spark.e2e.ts and `npm run proof`.
+ *
+ * - Spark from the e2e cache (`e2e/build.sh spark`: the pyspark sdist's jars/ and bin/, our job).
+ * - The driver runs `bin/spark-submit --deploy-mode client` in a pod of the process kubelet, with a
+ *   ServiceAccount whose token the kubelet projects, talking to the API server at 10.96.0.1:443
+ *   (kube-proxy), `spark.kubernetes.driver.pod.name` = its own pod (Spark's ownerReferences).
+ * - Spark creates the executor pods itself (`spark.kubernetes.allocation.batch.size`) from
+ *   spark/executor-pod-template.yaml as documented, plus what an image would carry (the process
+ *   kubelet has no images; see `imageStandIns`): Spark's home at /opt/spark, e2e/spark/entrypoint.sh
+ *   (the stand-in for the image's /opt/entrypoint.sh) and the image's ENV (JAVA_HOME, SPARK_HOME).
+ *   Spark keeps the template container's `command` (BasicExecutorFeatureStep builds the container
+ *   from it, `new ContainerBuilder(templateContainer)`, and appends `args: [executor]`), so the
+ *   recipe's wrapper runs exactly as in a cluster: command → spark/executor-entrypoint.sh →
+ *   /opt/entrypoint.sh executor → java (through the shim) KubernetesExecutorBackend.
+ * - The job (e2e/spark/job/FetchLossJob.java) parks one "gate" task per executor after the map
+ *   stage; the harness then makes one executor vanish — DROP of every packet in and out of its
+ *   network namespace, then its pod deleted with grace 0 — and lets the gates go: the data tasks
+ *   open new connections to the lost executor (its pod IP or its Service, as it advertised).
+ *
+ * Loss as an evicted or lost pod looks to peers: its IP stops answering. The DROP rules live in the
+ * pod's netns until the kubelet removes it; from then on a `blackhole` route for the pod CIDR in the
+ * node netns (more specific /32 routes of live pods win) keeps the gone IP silent, as a pod CIDR
+ * routed to a node that no longer has the pod; without it the node would answer "no route"
+ * (ICMP unreachable) at once, which no real cluster promises. Both are removed at the end.
+ */
+import { randomBytes } from 'node:crypto';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { dump, load } from 'js-yaml';
+import { z } from 'zod';
+import { type ApiAccess, rawGet, rawRequest } from '../adapter/kube-access.ts';
+import type { Cluster } from '../cluster/cluster.ts';
+import { run } from '../cluster/sys.ts';
+
+const HERE = fileURLToPath(new URL('.', import.meta.url));
+const PROBE = fileURLToPath(new URL('../scenarios/connect-probe.ts', import.meta.url));
+const REPO = join(HERE, '..', '..');
+export const BLOCK_MANAGER_PORT = 7079;
+const DRIVER_PORT = 7078;
+const UI_PORT = 4040;
+const DRIVER_SA = 'spark-driver';
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+// ---- Spark lines -----------------------------------------------------------------------------------
+
+export interface SparkLine {
+  readonly version: string;
+  /** Cache entry: jars/, bin/, job/job.jar. */
+  readonly home: string;
+}
+
+/** The Spark lines e2e/build.sh has built (manifest keys "spark-<version>"), oldest first. */
+export function sparkLines(): SparkLine[] {
+  const out = run(join(REPO, 'e2e', 'build.sh'), ['spark'], 30 * 60_000);
+  if (!out.ok) throw new Error(`e2e/build.sh spark failed: ${out.stderr.slice(-2000)}`);
+  const manifest = z.record(z.string(), z.string()).parse(JSON.parse(out.stdout.trim().split('\n').at(-1) ?? '{}'));
+  return Object.entries(manifest)
+    .filter(([k]) => k.startsWith('spark-'))
+    .map(([k, home]) => ({ version: k.slice('spark-'.length), home }))
+    .sort((a, b) => a.version.localeCompare(b.version, undefined, { numeric: true }));
+}
+
+/** The JDK the host's `java` belongs to: the image's JAVA_HOME for driver and executors. */
+export function javaHome(): string {
+  const out = run('sh', ['-c', 'readlink -f "$(command -v java)"'], 5_000);
+  const java = out.stdout.trim();
+  if (!out.ok || !java.endsWith('/bin/java')) throw new Error(`no java on PATH (${out.stderr})`);
+  return java.slice(0, -'/bin/java'.length);
+}
+
+// ---- Variants ----------------------------------------------------------------------------------------
+
+export interface Variant {
+  /** Short, DNS-safe: pod names. */
+  readonly key: string;
+  readonly title: string;
+  /** false: SPARK_EXEC_SVC_DISABLE=true, the executor advertises its pod IP (stock Spark). */
+  readonly advertiseService: boolean;
+  /** Extra Spark confs (real settings, not scaled). */
+  readonly conf: Readonly<Record<string, string>>;
+}
+
+export const VARIANTS = {
+  defaults: { key: 'a', title: 'Spark defaults, executors advertise pod IPs', advertiseService: false, conf: {} },
+  creationTimeout: {
+    key: 'b',
+    title: 'spark.shuffle.io.connectionCreationTimeout=10s, pod IPs',
+    advertiseService: false,
+    conf: { 'spark.shuffle.io.connectionCreationTimeout': '10s' },
+  },
+  service: { key: 'c', title: 'executors advertise their Service (this project)', advertiseService: true, conf: {} },
+} as const satisfies Record<string, Variant>;
+
+// ---- The run -----------------------------------------------------------------------------------------
+
+export interface FetchLossOptions {
+  readonly cluster: Cluster;
+  readonly admin: ApiAccess;
+  readonly namespace: string;
+  readonly line: SparkLine;
+  readonly variant: Variant;
+  readonly executors: number;
+  readonly dataPartitions: number;
+  readonly records: number;
+  /** Where logs, the event log and the job's result are copied. */
+  readonly logDir: string;
+  /** Bound from driver start to all gates parked (JVM starts on a loaded 2-core machine are slow). */
+  readonly startTimeoutMs: number;
+  /** Bound from the loss to the job's end. */
+  readonly jobTimeoutMs: number;
+  /** Called once the loss is done; may throw to stop waiting (e.g. no FetchFailed in time). */
+  readonly afterLoss?: (watch: LossWatch) => Promise<void>;
+  readonly log?: (line: string) => void;
+}
+
+export interface LossWatch {
+  readonly lossAtMs: number;
+  /** The driver's log so far. */
+  driverLog(): string;
+}
+
+const RestExecutor = z.looseObject({ id: z.string(), hostPort: z.string(), isActive: z.boolean() });
+const Event = z.looseObject({ kind: z.string(), atMs: z.number() });
+const JobResult = z.looseObject({
+  sparkVersion: z.string(),
+  applicationId: z.string(),
+  correct: z.boolean().optional(),
+  records: z.number().optional(),
+  expectedRecords: z.number().optional(),
+  error: z.string().optional(),
+  events: z.array(Event),
+});
+
+export interface ExecutorFacts {
+  readonly id: string;
+  readonly pod: string;
+  readonly podIP: string;
+  readonly ownerUids: string[];
+  /** What Spark's UI REST API says (`/api/v1/applications/<id>/executors`). */
+  readonly restHostPort: string | undefined;
+  readonly service: { name: string; clusterIP: string; host: string } | undefined;
+  /** The wrapper's lines in the container log (advertise / fallback / DNS wait). */
+  readonly wrapperLines: string[];
+}
+
+export type FetchCause =
+  | 'connection refused'
+  | 'connect timeout'
+  | 'executor dead (driver check)'
+  | 'map output already unregistered (no peer asked)'
+  | 'other';
+
+export interface FetchLossReport {
+  readonly sparkVersion: string;
+  readonly variant: Variant;
+  readonly applicationId: string;
+  readonly conf: Record<string, string>;
+  readonly executors: ExecutorFacts[];
+  readonly victim: ExecutorFacts & { ranMapTask: boolean };
+  readonly timings: {
+    driverPodCreatedAtMs: number;
+    executorsRegisteredSinceDriverMs: number | undefined;
+    gatesParkedSinceDriverMs: number;
+    lossAtMs: number;
+    /** First refused connect to the lost executor's ClusterIP (kube-proxy has its REJECT rule). */
+    serviceRefusesSinceLossMs: number | undefined;
+    /** When the stage's fetches were let go (the gates), after the Service refused. */
+    gatesOpenedSinceLossMs: number;
+    firstFetchFailedSinceLossMs: number | undefined;
+    stageResubmittedSinceLossMs: number | undefined;
+    jobEndSinceLossMs: number | undefined;
+  };
+  /** The first FetchFailed task end after the loss (host/port: the peer asked; absent when none was). */
+  readonly firstFetchFailed: FetchFailure | undefined;
+  readonly fetchFailures: FetchFailure[];
+  readonly fetchFailedInEventLog: Array<{ host: string | undefined; port: number | undefined; cause: FetchCause }>;
+  /** Lines of the surviving executors' logs about connecting to the lost one. */
+  readonly connectFailures: string[];
+  readonly correct: boolean | undefined;
+  readonly driverSucceeded: boolean;
+  readonly leftovers: string[];
+  readonly artifacts: string;
+}
+
+export interface FetchFailure {
+  readonly sinceLossMs: number;
+  readonly executorId: string;
+  readonly host: string | undefined;
+  readonly port: number | undefined;
+  readonly cause: FetchCause;
+  readonly message: string;
+}
+
+export function causeOf(text: string): FetchCause {
+  if (/Connection refused/.test(text)) return 'connection refused';
+  if (/ConnectTimeoutException|connection timed out|Connecting to \S+ timed out/i.test(text)) return 'connect timeout';
+  if (/ExecutorDeadException|remote executor\(Id: \S+\), which maintains the block data to fetch is dead/.test(text))
+    return 'executor dead (driver check)';
+  if (/MetadataFetchFailedException|Missing an output location/.test(text)) return 'map output already unregistered (no peer asked)';
+  return 'other';
+}
+
+/** The driver's ServiceAccount and what Spark's driver needs of the API (docs: running-on-kubernetes, RBAC). */
+async function ensureDriverAccount(admin: ApiAccess, ns: string): Promise<void> {
+  const create = async (path: string, body: unknown): Promise<void> => {
+    const answer = await rawRequest(admin, 'POST', path, body);
+    if (answer.status !== 201 && answer.status !== 409)
+      throw new Error(`POST ${path}: HTTP ${answer.status}: ${JSON.stringify(answer.body)}`);
+  };
+  await create(`/api/v1/namespaces/${ns}/serviceaccounts`, { metadata: { name: DRIVER_SA } });
+  await create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, {
+    metadata: { name: DRIVER_SA },
+    rules: [
+      { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'create', 'delete', 'deletecollection', 'patch'] },
+      {
+        apiGroups: [''],
+        resources: ['configmaps', 'services', 'persistentvolumeclaims'],
+        verbs: ['get', 'list', 'watch', 'create', 'delete', 'deletecollection'],
+      },
+    ],
+  });
+  await create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`, {
+    metadata: { name: DRIVER_SA },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: DRIVER_SA },
+    subjects: [{ kind: 'ServiceAccount', name: DRIVER_SA, namespace: ns }],
+  });
+}
+
+/**
+ * spark/executor-pod-template.yaml as documented, plus what the executor image would carry — the
+ * process kubelet runs host processes and has no images: Spark's home at /opt/spark, the stand-in
+ * entrypoint at /opt/entrypoint.sh (hostPath volumes), the image's ENV (JAVA_HOME, SPARK_HOME); and
+ * the job's control directory. Nothing of the recipe's own part is changed.
+ */
+export function executorPodTemplate(line: SparkLine, jdk: string, controlDir: string): Record<string, unknown> {
+  const template = load(readFileSync(join(REPO, 'spark', 'executor-pod-template.yaml'), 'utf8')) as {
+    spec: { containers: Array<{ env?: unknown[]; volumeMounts?: unknown[] }>; volumes?: unknown[] };
+  };
+  const container = template.spec.containers[0];
+  if (container === undefined) throw new Error('the pod template has no container');
+  container.env = [{ name: 'JAVA_HOME', value: jdk }, { name: 'SPARK_HOME', value: '/opt/spark' }, ...(container.env ?? [])];
+  container.volumeMounts = [
+    ...(container.volumeMounts ?? []),
+    ...imageStandIns(line).mounts,
+    { name: 'e2e-control', mountPath: controlDir },
+  ];
+  template.spec.volumes = [...(template.spec.volumes ?? []), ...imageStandIns(line).volumes, hostPath('e2e-control', controlDir)];
+  return template as unknown as Record<string, unknown>;
+}
+
+function hostPath(name: string, path: string): Record<string, unknown> {
+  return { name, hostPath: { path } };
+}
+
+function imageStandIns(line: SparkLine): { volumes: Array<Record<string, unknown>>; mounts: Array<Record<string, unknown>> } {
+  return {
+    volumes: [hostPath('image-spark-home', line.home), hostPath('image-entrypoint', join(HERE, 'entrypoint.sh'))],
+    mounts: [
+      { name: 'image-spark-home', mountPath: '/opt/spark', readOnly: true },
+      { name: 'image-entrypoint', mountPath: '/opt/entrypoint.sh', readOnly: true },
+    ],
+  };
+}
+
+export function sparkConf(o: {
+  appId: string;
+  namespace: string;
+  driverPod: string;
+  prefix: string;
+  executors: number;
+  template: string;
+  eventLogDir: string;
+  variant: Variant;
+}): Record<string, string> {
+  return {
+    'spark.master': 'k8s://https://10.96.0.1:443',
+    'spark.submit.deployMode': 'client',
+    'spark.app.name': `fetch-loss-${o.variant.key}`,
+    // As spark-submit in cluster mode labels the driver pod with the id before the driver runs.
+    'spark.app.id': o.appId,
+    'spark.kubernetes.namespace': o.namespace,
+    'spark.kubernetes.driver.pod.name': o.driverPod,
+    'spark.kubernetes.executor.podNamePrefix': o.prefix,
+    'spark.kubernetes.container.image': 'e2e-no-image',
+    'spark.kubernetes.executor.podTemplateFile': o.template,
+    // The executor gets its conf from the driver over RPC; the ConfigMap would only carry a copy.
+    'spark.kubernetes.executor.disableConfigMap': 'true',
+    // Kept after the application so the harness reads their logs; it deletes them itself.
+    'spark.kubernetes.executor.deleteOnTermination': 'false',
+    'spark.kubernetes.authenticate.caCertFile': '/var/run/secrets/kubernetes.io/serviceaccount/ca.crt',
+    'spark.kubernetes.authenticate.oauthTokenFile': '/var/run/secrets/kubernetes.io/serviceaccount/token',
+    'spark.kubernetes.allocation.batch.size': String(Math.min(2, o.executors)),
+    'spark.executor.instances': String(o.executors),
+    'spark.executor.cores': '1',
+    'spark.executor.memory': '512m',
+    'spark.driver.memory': '512m',
+    'spark.driver.host': '$(POD_IP)',
+    'spark.driver.port': String(DRIVER_PORT),
+    'spark.blockManager.port': String(BLOCK_MANAGER_PORT),
+    'spark.ui.port': String(UI_PORT),
+    // Gates first (see FetchLossJob.java): no preferred locations for reduce tasks.
+    'spark.shuffle.reduceLocality.enabled': 'false',
+    'spark.eventLog.enabled': 'true',
+    'spark.eventLog.dir': `file://${o.eventLogDir}`,
+    'spark.eventLog.compress': 'false',
+    // Start-up on 2 shared cores: the JIT's first tier only, one GC thread.
+    'spark.driver.extraJavaOptions': '-XX:TieredStopAtLevel=1 -XX:+UseSerialGC',
+    'spark.executor.extraJavaOptions': '-XX:TieredStopAtLevel=1 -XX:+UseSerialGC',
+    // CoreDNS as kubeadm configures it (e2e harness: `kubernetes … { ttl 30 }`, `cache 30`) caches
+    // the NXDOMAIN of an executor that looks its name up before the function has made its Service
+    // for 30 s: the recipe's default bound of 30 s then ends the wait just before the name can
+    // resolve, and the executor falls back to its pod IP (run of 2026-12-04: 1 of 4 executors).
+    // 45 s outlasts that cache; the wait each executor needed is in the report.
+    'spark.executorEnv.SPARK_EXEC_SVC_WAIT_SECONDS': '45',
+    ...(o.variant.advertiseService ? {} : { 'spark.executorEnv.SPARK_EXEC_SVC_DISABLE': 'true' }),
+    ...o.variant.conf,
+  };
+}
+
+interface PodSummary {
+  name: string;
+  uid: string;
+  execId: string;
+  podIP: string | undefined;
+  phase: string | undefined;
+  ownerUids: string[];
+}
+
+async function appPods(admin: ApiAccess, ns: string, appId: string): Promise<PodSummary[]> {
+  const list = (await rawGet(admin, `/api/v1/namespaces/${ns}/pods?labelSelector=spark-app-selector%3D${appId},spark-role%3Dexecutor`)) as {
+    items: Array<{
+      metadata: { name: string; uid: string; labels?: Record<string, string>; ownerReferences?: Array<{ uid: string }> };
+      status?: { podIP?: string; phase?: string };
+    }>;
+  };
+  return list.items.map((p) => ({
+    name: p.metadata.name,
+    uid: p.metadata.uid,
+    execId: p.metadata.labels?.['spark-exec-id'] ?? '',
+    podIP: p.status?.podIP,
+    phase: p.status?.phase,
+    ownerUids: (p.metadata.ownerReferences ?? []).map((o) => o.uid),
+  }));
+}
+
+async function appServices(admin: ApiAccess, ns: string, appId: string): Promise<Map<string, { name: string; clusterIP: string }>> {
+  const list = (await rawGet(admin, `/api/v1/namespaces/${ns}/services?labelSelector=spark-app-selector%3D${appId}`)) as {
+    items: Array<{ metadata: { name: string; labels?: Record<string, string> }; spec: { clusterIP: string } }>;
+  };
+  return new Map(
+    list.items.map((s) => [s.metadata.labels?.['spark-exec-id'] ?? '', { name: s.metadata.name, clusterIP: s.spec.clusterIP }]),
+  );
+}
+
+async function podPhase(admin: ApiAccess, ns: string, name: string): Promise<string | undefined> {
+  const answer = await rawRequest(admin, 'GET', `/api/v1/namespaces/${ns}/pods/${name}`);
+  if (answer.status === 404) return 'Gone';
+  return (answer.body as { status?: { phase?: string } }).status?.phase;
+}
+
+function readText(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+function tail(text: string, lines = 40): string {
+  return text.split('\n').slice(-lines).join('\n');
+}
+
+/** The network namespaces the host has (`ip netns list`), names only. */
+function netnsNames(): Set<string> {
+  const out = run('ip', ['netns', 'list'], 10_000);
+  return new Set(
+    out.stdout
+      .split('\n')
+      .map((l) => l.split(' ')[0] ?? '')
+      .filter((n) => n !== ''),
+  );
+}
+
+export async function runFetchLoss(o: FetchLossOptions): Promise<FetchLossReport> {
+  const { cluster, admin, namespace: ns } = o;
+  const log = o.log ?? (() => undefined);
+  const appId = `spark-${randomBytes(16).toString('hex')}`;
+  const driverPod = `fl-${o.variant.key}-${appId.slice(6, 14)}-driver`;
+  const prefix = `fl-${o.variant.key}-${appId.slice(6, 14)}`;
+  const control = mkdtempSync('/tmp/sxs-spark-e2e-');
+  chmodSync(control, 0o777);
+  const eventLogDir = join(control, 'eventlog');
+  mkdirSync(eventLogDir);
+  const artifacts = join(o.logDir, `${o.variant.key}-${o.line.version}`);
+  mkdirSync(artifacts, { recursive: true });
+  const jdk = javaHome();
+  const templateFile = join(control, 'executor-pod-template.yaml');
+  writeFileSync(templateFile, dump(executorPodTemplate(o.line, jdk, control)));
+  const conf = sparkConf({
+    appId,
+    namespace: ns,
+    driverPod,
+    prefix,
+    executors: o.executors,
+    template: templateFile,
+    eventLogDir,
+    variant: o.variant,
+  });
+  const undo: Array<{ what: string; fn: () => Promise<void> | void }> = [];
+  const leftovers: string[] = [];
+  const podLogDirs = new Map<string, string>();
+  let victimNetns: string | undefined;
+  try {
+    await ensureDriverAccount(admin, ns);
+    // The pod CIDR's black hole in the node netns (see the header).
+    const existing = await cluster.execInNode(['ip', 'route', 'show', 'type', 'blackhole', cluster.podCIDR]);
+    if (existing.stdout.trim() === '') {
+      const added = await cluster.execInNode(['ip', 'route', 'add', 'blackhole', cluster.podCIDR]);
+      if (added.code !== 0) throw new Error(`ip route add blackhole ${cluster.podCIDR}: ${added.stderr}`);
+      undo.push({
+        what: `blackhole route ${cluster.podCIDR}`,
+        fn: async () => {
+          await cluster.execInNode(['ip', 'route', 'del', 'blackhole', cluster.podCIDR]);
+        },
+      });
+    }
+
+    const args = ['/opt/spark/bin/spark-submit', '--class', 'FetchLossJob'];
+    for (const [k, v] of Object.entries(conf)) args.push('--conf', `${k}=${v}`);
+    args.push('/opt/spark/job/job.jar', control, String(o.executors), String(o.dataPartitions), String(o.records));
+    const driverPodCreatedAtMs = Date.now();
+    const created = await rawRequest(admin, 'POST', `/api/v1/namespaces/${ns}/pods`, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: {
+        name: driverPod,
+        namespace: ns,
+        labels: { 'spark-app-selector': appId, 'spark-role': 'driver', 'spark-app-name': `fetch-loss-${o.variant.key}` },
+      },
+      spec: {
+        serviceAccountName: DRIVER_SA,
+        restartPolicy: 'Never',
+        terminationGracePeriodSeconds: 5,
+        containers: [
+          {
+            name: 'spark-kubernetes-driver',
+            image: 'e2e-no-image',
+            command: args,
+            env: [
+              { name: 'JAVA_HOME', value: jdk },
+              { name: 'SPARK_HOME', value: '/opt/spark' },
+              { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+            ],
+            volumeMounts: [...imageStandIns(o.line).mounts, { name: 'e2e-control', mountPath: control }],
+          },
+        ],
+        volumes: [...imageStandIns(o.line).volumes, hostPath('e2e-control', control)],
+      },
+    });
+    if (created.status !== 201) throw new Error(`create driver pod: HTTP ${created.status}: ${JSON.stringify(created.body)}`);
+    undo.push({ what: 'application pods', fn: () => deleteAppPods(admin, ns, appId, driverPod) });
+    const driverRuntime = await cluster.podRuntime(ns, driverPod, 60_000);
+    const driverLogFile = join(driverRuntime.logDir, 'spark-kubernetes-driver.log');
+    const driverLog = (): string => readText(driverLogFile);
+    log(`${o.variant.key} ${o.line.version}: driver pod ${driverPod} (${driverRuntime.podIP}) started`);
+
+    // Gates parked: one per executor.
+    const startDeadline = Date.now() + o.startTimeoutMs;
+    let gates: Array<{ partition: number; execId: string }> = [];
+    for (;;) {
+      gates = readdirSync(control)
+        .filter((f) => f.startsWith('gate-'))
+        .map((f) => {
+          const [, partition, execId] = f.split('-');
+          return { partition: Number(partition), execId: execId ?? '' };
+        });
+      if (gates.length >= o.executors) break;
+      const phase = await podPhase(admin, ns, driverPod);
+      if (phase === 'Failed' || phase === 'Succeeded' || phase === 'Gone')
+        throw new Error(`driver ended (${phase}) before the gates:\n${tail(driverLog())}`);
+      if (Date.now() > startDeadline)
+        throw new Error(`${gates.length}/${o.executors} gates after ${o.startTimeoutMs} ms:\n${tail(driverLog())}`);
+      await sleep(100);
+    }
+    const gatesParkedAtMs = Date.now();
+    log(`${o.variant.key} ${o.line.version}: ${gates.length} gates parked after ${gatesParkedAtMs - driverPodCreatedAtMs} ms`);
+
+    // What Spark's UI REST API says about each executor's address.
+    const rest = await cluster.execInPod(
+      ns,
+      driverPod,
+      ['curl', '-sf', `http://127.0.0.1:${UI_PORT}/api/v1/applications/${appId}/executors`],
+      {
+        timeoutMs: 20_000,
+      },
+    );
+    if (rest.code !== 0) throw new Error(`Spark UI REST API: curl exit ${rest.code}: ${rest.stderr}`);
+    const restExecutors = z.array(RestExecutor).parse(JSON.parse(rest.stdout));
+    const pods = await appPods(admin, ns, appId);
+    const services = await appServices(admin, ns, appId);
+    const executors: ExecutorFacts[] = [];
+    for (const pod of pods) {
+      const runtime = await cluster.podRuntime(ns, pod.name, 10_000);
+      podLogDirs.set(pod.name, runtime.logDir);
+      const svc = services.get(pod.execId);
+      const containerLog = readText(join(runtime.logDir, 'spark-kubernetes-executor.log'));
+      executors.push({
+        id: pod.execId,
+        pod: pod.name,
+        podIP: runtime.podIP,
+        ownerUids: pod.ownerUids,
+        restHostPort: restExecutors.find((e) => e.id === pod.execId)?.hostPort,
+        service: svc === undefined ? undefined : { ...svc, host: `${svc.name}.${ns}.svc` },
+        wrapperLines: containerLog.split('\n').filter((l) => l.startsWith('spark-exec-svc:')),
+      });
+    }
+    const gate0 = [...gates].sort((a, b) => a.partition - b.partition)[0];
+    const victimFacts = executors.find((e) => e.id === gate0?.execId);
+    if (victimFacts === undefined) throw new Error(`no executor pod for gate ${JSON.stringify(gate0)}`);
+    const victimRuntime = await cluster.podRuntime(ns, victimFacts.pod, 10_000);
+    copyLogs(podLogDirs, artifacts);
+
+    // The loss: the executor's netns stops answering, then its pod is deleted.
+    victimNetns = victimRuntime.netns;
+    for (const chain of ['INPUT', 'OUTPUT']) {
+      const r = run('ip', ['netns', 'exec', victimNetns, 'iptables', '-w', '-I', chain, '-j', 'DROP'], 10_000);
+      if (!r.ok) throw new Error(`DROP in ${victimNetns}: ${r.stderr}`);
+    }
+    const lossAtMs = Date.now();
+    const del = await rawRequest(admin, 'DELETE', `/api/v1/namespaces/${ns}/pods/${victimFacts.pod}?gracePeriodSeconds=0`);
+    if (del.status !== 200) throw new Error(`delete ${victimFacts.pod}: HTTP ${del.status}`);
+    log(`${o.variant.key} ${o.line.version}: executor ${victimFacts.id} (${victimFacts.pod}, ${victimFacts.podIP}) lost`);
+    // The gates open once the lost executor's Service refuses connects (probed from a survivor's
+    // netns), in every set-up alike. Before that, kube-proxy still DNATs its ClusterIP to the gone
+    // pod IP, and a connect made then is pinned to it by conntrack and hangs like one to the pod IP
+    // (run of 2026-12-04: three 10 s connect timeouts through the Service when the gates opened at
+    // the deletion). That window is measured here: deletion → EndpointSlice → kube-proxy's REJECT.
+    const survivor = executors.find((e) => e.id !== victimFacts.id);
+    const victimService = victimFacts.service;
+    let serviceRefusesSinceLossMs: number | undefined;
+    if (survivor !== undefined && victimService !== undefined) {
+      const probe = await cluster.execInPod(
+        ns,
+        survivor.pod,
+        [
+          process.execPath,
+          PROBE,
+          victimService.clusterIP,
+          String(BLOCK_MANAGER_PORT),
+          '--until',
+          'refused',
+          '--interval-ms',
+          '20',
+          '--timeout-ms',
+          '500',
+          '--deadline-ms',
+          '60000',
+        ],
+        { timeoutMs: 70_000 },
+      );
+      const outcomes = probe.stdout
+        .trim()
+        .split('\n')
+        .filter((l) => l !== '')
+        .map((l) => JSON.parse(l) as { atMs: number; outcome: string });
+      const refused = outcomes.find((r) => r.outcome === 'refused');
+      if (refused === undefined) throw new Error(`the lost executor's Service never refused: ${probe.stdout} ${probe.stderr}`);
+      serviceRefusesSinceLossMs = refused.atMs - lossAtMs;
+    }
+    writeFileSync(join(control, 'go'), String(Date.now()));
+    const gatesOpenedAtMs = Date.now();
+    await o.afterLoss?.({ lossAtMs, driverLog });
+
+    // The job's end.
+    const resultFile = join(control, 'result.json');
+    const jobDeadline = Date.now() + o.jobTimeoutMs;
+    while (!existsSync(resultFile)) {
+      const phase = await podPhase(admin, ns, driverPod);
+      if (phase === 'Failed' || phase === 'Gone') throw new Error(`driver ended (${phase}) without a result:\n${tail(driverLog())}`);
+      if (Date.now() > jobDeadline) throw new Error(`no job result ${o.jobTimeoutMs} ms after the loss:\n${tail(driverLog())}`);
+      await sleep(200);
+    }
+    const result = JobResult.parse(JSON.parse(readFileSync(resultFile, 'utf8')));
+    let phase: string | undefined;
+    const endDeadline = Date.now() + 60_000;
+    do {
+      phase = await podPhase(admin, ns, driverPod);
+      if (phase === 'Succeeded' || phase === 'Failed') break;
+      await sleep(200);
+    } while (Date.now() < endDeadline);
+    const survivors = new Map([...podLogDirs].filter(([pod]) => pod !== victimFacts.pod));
+    copyLogs(survivors, artifacts);
+    writeFileSync(join(artifacts, 'driver.log'), driverLog());
+    writeFileSync(join(artifacts, 'result.json'), readFileSync(resultFile));
+    for (const f of readdirSync(eventLogDir)) copyFileSync(join(eventLogDir, f), join(artifacts, `eventlog-${f}`));
+
+    const events = result.events as Array<Record<string, unknown>>;
+    const after = (e: Record<string, unknown>): boolean => (e['atMs'] as number) >= lossAtMs;
+    const fetchFailures: FetchFailure[] = events
+      .filter((e) => e['kind'] === 'taskEnd' && e['reason'] === 'FetchFailed')
+      .map((e) => {
+        const from = e['fetchFrom'] as { host: string; port: number } | undefined;
+        const message = String(e['message']);
+        return {
+          sinceLossMs: (e['atMs'] as number) - lossAtMs,
+          executorId: String(e['executorId']),
+          host: from?.host,
+          port: from?.port,
+          cause: causeOf(message),
+          // the exception and its causes, without the stack frames
+          message: message
+            .split('\n')
+            .filter((l, i) => i === 0 || l.startsWith('Caused by:'))
+            .join('\n'),
+        };
+      });
+    const resubmitted = events.find((e) => e['kind'] === 'stageSubmitted' && (e['attempt'] as number) > 0 && after(e));
+    const jobEnd = events.find((e) => e['kind'] === 'jobEnd');
+    const victimAddress = victimFacts.service?.host ?? victimFacts.podIP;
+    const connectFailures = [...survivors.keys()].flatMap((pod) =>
+      readText(join(artifacts, `${pod}.log`))
+        .split('\n')
+        .filter(
+          (l) => l.includes(victimAddress) && /Failed to connect|Connection refused|timed out|Exception while beginning fetch/.test(l),
+        )
+        .map((l) => `${pod}: ${l}`),
+    );
+    const eventLogText = readdirSync(eventLogDir)
+      .map((f) => readText(join(eventLogDir, f)))
+      .join('\n');
+    const fetchFailedInEventLog = eventLogText
+      .split('\n')
+      .filter((l) => l.includes('"FetchFailed"'))
+      .map((l) => {
+        const ev = JSON.parse(l) as {
+          'Task End Reason': { 'Block Manager Address'?: { Host: string; Port: number } | null; Message: string };
+        };
+        const r = ev['Task End Reason'];
+        const bm = r['Block Manager Address'] ?? undefined;
+        return { host: bm?.Host, port: bm?.Port, cause: causeOf(r.Message) };
+      });
+    const report: FetchLossReport = {
+      sparkVersion: result.sparkVersion,
+      variant: o.variant,
+      applicationId: appId,
+      conf,
+      executors,
+      victim: {
+        ...victimFacts,
+        ranMapTask: events.some(
+          (e) => e['kind'] === 'taskEnd' && e['stageId'] === 0 && e['executorId'] === victimFacts.id && e['reason'] === 'Success',
+        ),
+      },
+      timings: {
+        driverPodCreatedAtMs,
+        executorsRegisteredSinceDriverMs:
+          typeof result['executorsRegisteredAtMs'] === 'number' ? result['executorsRegisteredAtMs'] - driverPodCreatedAtMs : undefined,
+        gatesParkedSinceDriverMs: gatesParkedAtMs - driverPodCreatedAtMs,
+        lossAtMs,
+        serviceRefusesSinceLossMs,
+        gatesOpenedSinceLossMs: gatesOpenedAtMs - lossAtMs,
+        firstFetchFailedSinceLossMs: fetchFailures[0]?.sinceLossMs,
+        stageResubmittedSinceLossMs: resubmitted === undefined ? undefined : (resubmitted['atMs'] as number) - lossAtMs,
+        jobEndSinceLossMs: jobEnd === undefined ? undefined : (jobEnd['atMs'] as number) - lossAtMs,
+      },
+      firstFetchFailed: fetchFailures[0],
+      fetchFailures,
+      fetchFailedInEventLog,
+      connectFailures,
+      correct: result.correct,
+      driverSucceeded: phase === 'Succeeded',
+      leftovers,
+      artifacts,
+    };
+    return report;
+  } finally {
+    // Every pod of the application (the replacement executor Spark asks for included): its netns.
+    const podNetns: string[] = [];
+    try {
+      for (const p of [driverPod, ...(await appPods(admin, ns, appId)).map((x) => x.name)])
+        podNetns.push((await cluster.podRuntime(ns, p, 1_000).catch(() => undefined))?.netns ?? '');
+    } catch {
+      /* the API is down: the harness's own check will say so */
+    }
+    for (const u of undo.reverse()) {
+      try {
+        await u.fn();
+      } catch (error) {
+        leftovers.push(`${u.what}: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    }
+    // Ours to check: the pods' netns (the DROP rules live there), the black hole, the JVMs.
+    const names = netnsNames();
+    if (victimNetns !== undefined && names.has(victimNetns)) leftovers.push(`netns ${victimNetns} (with the DROP rules)`);
+    for (const n of podNetns) if (n !== '' && n !== victimNetns && names.has(n)) leftovers.push(`netns ${n} of a deleted pod`);
+    const route = await cluster.execInNode(['ip', 'route', 'show', 'type', 'blackhole']);
+    if (route.stdout.trim() !== '') leftovers.push(`blackhole route: ${route.stdout.trim()}`);
+    const jvms = run('pgrep', ['-f', control], 5_000);
+    if (jvms.stdout.trim() !== '') leftovers.push(`processes using ${control}: ${jvms.stdout.trim().replace(/\n/g, ' ')}`);
+    rmSync(control, { recursive: true, force: true });
+    if (leftovers.length > 0) log(`leftovers: ${leftovers.join('; ')}`);
+  }
+}
+
+function copyLogs(podLogDirs: ReadonlyMap<string, string>, dest: string): void {
+  for (const [pod, dir] of podLogDirs) {
+    const file = join(dir, 'spark-kubernetes-executor.log');
+    if (existsSync(file)) copyFileSync(file, join(dest, `${pod}.log`));
+  }
+}
+
+/** Deletes the application's pods (grace 0) and waits until the API and the kubelet have none left. */
+async function deleteAppPods(admin: ApiAccess, ns: string, appId: string, driverPod: string): Promise<void> {
+  const names = [driverPod, ...(await appPods(admin, ns, appId)).map((p) => p.name)];
+  for (const name of names) await rawRequest(admin, 'DELETE', `/api/v1/namespaces/${ns}/pods/${name}?gracePeriodSeconds=0`);
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const left = (await appPods(admin, ns, appId)).map((p) => p.name);
+    if ((await podPhase(admin, ns, driverPod)) !== 'Gone') left.push(driverPod);
+    if (left.length === 0) return;
+    if (Date.now() > deadline) throw new Error(`pods still there 60 s after their deletion: ${left.join(', ')}`);
+    await sleep(200);
+  }
+}
