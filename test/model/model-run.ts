@@ -751,15 +751,25 @@ export class ModelRun {
       if (!x.covered || x.contested || (x.appId === SQUATTED.appId && x.execId === SQUATTED.execId) || excused(x)) continue;
       totals.serviceAssertions++;
       for (const problem of this.serviceProblems(x, owner))
-        this.violations.push(`${x.name} (live, opted in, owner ${owner.name} lives, seen): ${problem}`);
+        this.violations.push(`${x.name} (live, opted in, owner ${owner.name} lives, seen): ${problem}${this.capsState()}`);
     }
     this.fullBefore = fullNow;
   }
 
+  /** What fills the caps now, for a violation's message. */
+  private capsState(): string {
+    if (this.caps === undefined) return '';
+    const ours = this.emulator
+      .listObjects('services', NS)
+      .map((s) => s as unknown as Obj)
+      .filter((s) => s.metadata.labels?.[MANAGED_BY] === 'spark-exec-svc');
+    return `; caps hold: ${ours.map((s) => `${s.metadata.labels?.[APP]}/${s.metadata.labels?.[EXEC]}${s.metadata.annotations?.[GONE_AT] === undefined ? '' : ' (marked)'}`).join(', ')}`;
+  }
+
   private capsFull(): (appId: string) => boolean {
     if (this.caps === undefined) return () => false;
-    const ours = this.emulator.listObjects('services', NS).filter((s) => !this.foreign.has((s as unknown as Obj).metadata.name));
-    return capsExcuse(ours as unknown as Obj[], this.caps);
+    // Counted by our label, as the function counts them: a foreign look-alike carrying it counts too.
+    return capsExcuse(this.emulator.listObjects('services', NS) as unknown as Obj[], this.caps);
   }
 
   private serviceProblems(x: Exec, owner: Ref): string[] {
