@@ -17,7 +17,8 @@ import {
   ensureNamespace,
   serviceAccountToken,
 } from '../adapter/kube-access.ts';
-import { type RecordingProxy, startRecordingProxy } from '../adapter/recording-proxy.ts';
+import { type RecordedRequest, type RecordingProxy, startRecordingProxy } from '../adapter/recording-proxy.ts';
+import { createPod, deletePod } from './spark-pods.ts';
 import { startTcpRelay, type TcpRelay } from '../adapter/tcp-relay.ts';
 import { adapterBinaries, configuredKustomizations, render, type Rendered, sendPing, type SourceMode } from '../adapter/render.ts';
 import { bundleFunction, type FunctionDeployment, functionDeployment, type RunningFunction, startFunction } from '../function/function.ts';
@@ -163,6 +164,7 @@ async function startPlaneSteps(
   started.push(() => fn.process.stop(5_000));
   await options.beforeAdapter?.(tenant);
   let adapter = await launchAdapter();
+  await adapterWatching(cluster.admin, proxy);
   return {
     mode: options.mode,
     rendered,
@@ -181,6 +183,7 @@ async function startPlaneSteps(
     restartAdapter: async () => {
       await adapter.process.stop(10_000);
       adapter = await launchAdapter();
+      await adapterWatching(cluster.admin, proxy);
     },
     sweep: () => sendPing(bins.render, kustomization, proxy.url),
     stop: async () => {
@@ -190,4 +193,37 @@ async function startPlaneSteps(
       tree.remove();
     },
   };
+}
+
+let probes = 0;
+
+/**
+ * Resolves once the adapter's watch is running: a probe pod created now reaches the function, and
+ * so does its deletion. The adapter's start log line comes before its reflector lists; a pod
+ * created between the two is folded into that first list, which the adapter never sends
+ * (knative/eventing pkg/adapter/apiserver: Replace sends nothing) — scenarios that create pods
+ * right after the plane starts would lose their first events to that race. The probe pod is a
+ * Spark "driver" without an application id (the function ignores it without an API request),
+ * bound to a node no kubelet runs, and deleted at once.
+ */
+async function adapterWatching(admin: ApiAccess, proxy: RecordingProxy): Promise<void> {
+  const name = `adapter-watch-probe-${process.pid}-${probes++}`;
+  const about = (type: RegExp) => (r: RecordedRequest) =>
+    r.headers['ce-subject']?.endsWith(`/pods/${name}`) === true && type.test(r.headers['ce-type'] ?? '');
+  await createPod(admin, NS, {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: NS, labels: { 'spark-role': 'driver' } },
+    spec: {
+      nodeName: 'no-kubelet-runs-this-node',
+      automountServiceAccountToken: false,
+      containers: [{ name: 'probe', image: 'none', command: ['true'] }],
+    },
+  });
+  try {
+    await proxy.waitFor(about(/\.add$/), 30_000, `the adapter's event for its watch probe ${name}`);
+  } finally {
+    await deletePod(admin, NS, name, 0);
+  }
+  await proxy.waitFor(about(/\.delete$/), 30_000, `the adapter's delete event for its watch probe ${name}`);
 }

@@ -26,7 +26,18 @@
  * (ICMP unreachable) at once, which no real cluster promises. Both are removed at the end.
  */
 import { randomBytes } from 'node:crypto';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { dump, load } from 'js-yaml';
@@ -77,6 +88,8 @@ export interface Variant {
   /** Short, DNS-safe: pod names. */
   readonly key: string;
   readonly title: string;
+  /** For the chart's labels. */
+  readonly short?: string;
   /** false: SPARK_EXEC_SVC_DISABLE=true, the executor advertises its pod IP (stock Spark). */
   readonly advertiseService: boolean;
   /** Extra Spark confs (real settings, not scaled). */
@@ -84,14 +97,27 @@ export interface Variant {
 }
 
 export const VARIANTS = {
-  defaults: { key: 'a', title: 'Spark defaults, executors advertise pod IPs', advertiseService: false, conf: {} },
+  defaults: {
+    key: 'a',
+    title: 'Spark defaults, executors advertise pod IPs',
+    short: 'defaults, pod IP',
+    advertiseService: false,
+    conf: {},
+  },
   creationTimeout: {
     key: 'b',
     title: 'spark.shuffle.io.connectionCreationTimeout=10s, pod IPs',
+    short: 'connectionCreationTimeout=10s, pod IP',
     advertiseService: false,
     conf: { 'spark.shuffle.io.connectionCreationTimeout': '10s' },
   },
-  service: { key: 'c', title: 'executors advertise their Service (this project)', advertiseService: true, conf: {} },
+  service: {
+    key: 'c',
+    title: 'executors advertise their Service (this project)',
+    short: 'Service (this project)',
+    advertiseService: true,
+    conf: {},
+  },
 } as const satisfies Record<string, Variant>;
 
 // ---- The run -----------------------------------------------------------------------------------------
@@ -179,6 +205,9 @@ export interface FetchLossReport {
   readonly fetchFailedInEventLog: Array<{ host: string | undefined; port: number | undefined; cause: FetchCause }>;
   /** Lines of the surviving executors' logs about connecting to the lost one. */
   readonly connectFailures: string[];
+  /** Tasks still running when the job ended (e.g. stuck in a connect to the lost executor: their
+   * stage attempt was superseded, Spark let them run on). */
+  readonly tasksStillRunningAtJobEnd: Array<{ stageId: number; partition: number; executorId: string }>;
   readonly correct: boolean | undefined;
   readonly driverSucceeded: boolean;
   readonly leftovers: string[];
@@ -595,7 +624,8 @@ export async function runFetchLoss(o: FetchLossOptions): Promise<FetchLossReport
     copyLogs(survivors, artifacts);
     writeFileSync(join(artifacts, 'driver.log'), driverLog());
     writeFileSync(join(artifacts, 'result.json'), readFileSync(resultFile));
-    for (const f of readdirSync(eventLogDir)) copyFileSync(join(eventLogDir, f), join(artifacts, `eventlog-${f}`));
+    // Spark 4 writes a rolling event log by default: a directory eventlog_v2_<app>/events_<n>_<app>.
+    cpSync(eventLogDir, join(artifacts, 'eventlog'), { recursive: true });
 
     const events = result.events as Array<Record<string, unknown>>;
     const after = (e: Record<string, unknown>): boolean => (e['atMs'] as number) >= lossAtMs;
@@ -628,9 +658,7 @@ export async function runFetchLoss(o: FetchLossOptions): Promise<FetchLossReport
         )
         .map((l) => `${pod}: ${l}`),
     );
-    const eventLogText = readdirSync(eventLogDir)
-      .map((f) => readText(join(eventLogDir, f)))
-      .join('\n');
+    const eventLogText = (readdirSync(eventLogDir, { recursive: true }) as string[]).map((f) => readText(join(eventLogDir, f))).join('\n');
     const fetchFailedInEventLog = eventLogText
       .split('\n')
       .filter((l) => l.includes('"FetchFailed"'))
@@ -670,6 +698,7 @@ export async function runFetchLoss(o: FetchLossOptions): Promise<FetchLossReport
       fetchFailures,
       fetchFailedInEventLog,
       connectFailures,
+      tasksStillRunningAtJobEnd: stillRunning(events, jobEnd === undefined ? Number.POSITIVE_INFINITY : (jobEnd['atMs'] as number)),
       correct: result.correct,
       driverSucceeded: phase === 'Succeeded',
       leftovers,
@@ -703,6 +732,23 @@ export async function runFetchLoss(o: FetchLossOptions): Promise<FetchLossReport
     rmSync(control, { recursive: true, force: true });
     if (leftovers.length > 0) log(`leftovers: ${leftovers.join('; ')}`);
   }
+}
+
+/** Task starts before `until` with no end before it, matched by stage, partition and executor. */
+function stillRunning(
+  events: ReadonlyArray<Record<string, unknown>>,
+  until: number,
+): Array<{ stageId: number; partition: number; executorId: string }> {
+  const open = new Map<string, { stageId: number; partition: number; executorId: string; n: number }>();
+  for (const e of events) {
+    if ((e['atMs'] as number) > until || (e['kind'] !== 'taskStart' && e['kind'] !== 'taskEnd')) continue;
+    const t = { stageId: e['stageId'] as number, partition: e['partition'] as number, executorId: String(e['executorId']) };
+    const key = `${t.stageId}/${t.partition}/${t.executorId}`;
+    const entry = open.get(key) ?? { ...t, n: 0 };
+    entry.n += e['kind'] === 'taskStart' ? 1 : -1;
+    open.set(key, entry);
+  }
+  return [...open.values()].filter((t) => t.n > 0).map(({ stageId, partition, executorId }) => ({ stageId, partition, executorId }));
 }
 
 function copyLogs(podLogDirs: ReadonlyMap<string, string>, dest: string): void {

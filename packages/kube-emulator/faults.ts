@@ -9,6 +9,11 @@ import { seededRandom } from './random.ts';
 export type Fault =
   | { readonly kind: 'status'; readonly code: number; readonly retryAfterSeconds?: number; readonly message?: string }
   | { readonly kind: 'delay'; readonly ms: number }
+  /**
+   * Answered from the state when the request arrived, sent `ms` later: a slow response, as a real
+   * API server's list shows what held at some moment after it began and arrives after that.
+   */
+  | { readonly kind: 'late'; readonly ms: number }
   | { readonly kind: 'hang' }
   | { readonly kind: 'reset' }
   | { readonly kind: 'conflict' };
@@ -51,7 +56,7 @@ function checkRule(rule: FaultRule): void {
   const f = rule.fault;
   if (f.kind === 'status' && !(Number.isInteger(f.code) && f.code >= 100 && f.code <= 599))
     throw new Error(`fault rule: status code must be an HTTP status, got ${f.code}`);
-  if (f.kind === 'delay' && !(f.ms >= 0)) throw new Error(`fault rule: delay ms must be >= 0, got ${f.ms}`);
+  if ((f.kind === 'delay' || f.kind === 'late') && !(f.ms >= 0)) throw new Error(`fault rule: ${f.kind} ms must be >= 0, got ${f.ms}`);
 }
 
 export class Faults implements FaultInjector {

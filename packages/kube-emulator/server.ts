@@ -205,7 +205,7 @@ export function createHandler(deps: HandlerDeps): (req: IncomingMessage, res: Se
     return { code: err.code, body: err.status };
   };
 
-  const faultReply = (fault: Exclude<Fault, { kind: 'delay' | 'hang' | 'reset' }>, r: Route, verb: Verb): Reply => {
+  const faultReply = (fault: Exclude<Fault, { kind: 'delay' | 'late' | 'hang' | 'reset' }>, r: Route, verb: Verb): Reply => {
     const resource = r.type === 'resource' ? r.resource : r.type === 'namespaces' ? 'namespaces' : undefined;
     const name = r.type === 'resource' || r.type === 'namespaces' ? r.name : undefined;
     if (fault.kind === 'conflict') {
@@ -276,11 +276,19 @@ export function createHandler(deps: HandlerDeps): (req: IncomingMessage, res: Se
       return dispatch(req, method, r, verb, query, raw);
     };
 
+    const later = (reply: Reply): void => {
+      if (fault?.kind !== 'late') {
+        send(res, record, reply);
+        return;
+      }
+      const timer = setTimeout(() => {
+        deps.timers.delete(timer);
+        if (!res.destroyed) send(res, record, reply);
+      }, fault.ms);
+      deps.timers.add(timer);
+    };
     const go = (): void => {
-      run().then(
-        (reply) => send(res, record, reply),
-        (e: unknown) => send(res, record, errorReply(e)),
-      );
+      run().then(later, (e: unknown) => later(errorReply(e)));
     };
     if (fault?.kind === 'delay') {
       const timer = setTimeout(() => {

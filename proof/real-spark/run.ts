@@ -19,15 +19,16 @@
  * (chart.ts, from the JSON) next to it. Needs root and the e2e build (`e2e/build.sh`); (a) takes
  * minutes by design.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { z } from 'zod';
 import { scenarioCluster } from '../../e2e/scenarios/cluster.ts';
 import { startPlane } from '../../e2e/scenarios/plane.ts';
 import { type FetchLossReport, runFetchLoss, sparkLines, VARIANTS, type Variant } from '../../e2e/spark/fetch-loss.ts';
 import { NS } from '../../test/support/audited.ts';
-import { renderChart } from './chart.ts';
+import { firstPeerFailure, Results, renderChart } from './chart.ts';
 
 const HERE = fileURLToPath(new URL('.', import.meta.url));
 const { values } = parseArgs({
@@ -51,20 +52,32 @@ if (lines.length === 0) throw new Error(`no Spark line matches ${wanted}`);
 const out = values.out ?? join(HERE, 'results.json');
 const svg = out.replace(/\.json$/, '.svg') === out ? `${out}.svg` : out.replace(/\.json$/, '.svg');
 
-const measuredAt = new Date().toISOString();
+// Runs of the lines not run now are kept from an earlier results file (e.g. `--lines 4.0` after a
+// run of both), so that the chart always shows every line's last run.
+const Kept = z.looseObject({
+  runs: z.array(z.looseObject({ sparkVersion: z.string(), timings: z.looseObject({ driverPodCreatedAtMs: z.number() }) })),
+});
+const kept: Array<z.infer<typeof Kept>['runs'][number]> = existsSync(out)
+  ? Kept.parse(JSON.parse(readFileSync(out, 'utf8'))).runs.filter((r) => !lines.some((l) => l.version === r.sparkVersion))
+  : [];
 const runs: FetchLossReport[] = [];
 const failures: string[] = [];
 function save(): void {
   mkdirSync(dirname(out), { recursive: true });
-  const results = { measuredAt, machine: '2 cores shared with other sessions, process kubelet (no containers)', runs, failures };
+  const all = [...kept, ...runs].sort((a, b) => a.sparkVersion.localeCompare(b.sparkVersion, undefined, { numeric: true }));
+  const times = all.map((r) => new Date(r.timings.driverPodCreatedAtMs).toISOString().slice(0, 16).replace('T', ' '));
+  const measuredAt =
+    times.length === 0 ? '' : `${times.reduce((a, b) => (a < b ? a : b))} – ${times.reduce((a, b) => (a > b ? a : b))} UTC`;
+  const results = { measuredAt, machine: '2 cores shared with other sessions, process kubelet (no containers)', runs: all, failures };
   writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
-  writeFileSync(svg, renderChart({ measuredAt, runs }));
+  writeFileSync(svg, renderChart(Results.parse(results)));
 }
 
 function row(r: FetchLossReport): string {
   const s = (ms: number | undefined): string => (ms === undefined ? '—' : `${(ms / 1000).toFixed(1)} s`);
   const hosts = r.executors.map((e) => `${e.id}=${e.restHostPort ?? '?'}`).join(', ');
-  return `| ${r.sparkVersion} | ${r.variant.title} | ${s(r.timings.firstFetchFailedSinceLossMs)} (${r.firstFetchFailed?.cause ?? '—'}) | ${s(
+  const peer = firstPeerFailure(r);
+  return `| ${r.sparkVersion} | ${r.variant.title} | ${s(peer?.sinceLossMs)} (${peer?.cause ?? '—'}) | ${s(r.timings.firstFetchFailedSinceLossMs)} (${r.firstFetchFailed?.cause ?? '—'}) | ${s(
     r.timings.stageResubmittedSinceLossMs,
   )} | ${s(r.timings.jobEndSinceLossMs)} | ${r.correct === true ? 'yes' : 'NO'} | ${hosts} |`;
 }
@@ -111,10 +124,10 @@ try {
 }
 process.stdout.write(
   [
-    `Real Spark, one of 4 executors lost while the next stage fetches from it (${measuredAt})`,
+    `Real Spark, one of 4 executors lost while the next stage fetches from it (${new Date().toISOString()})`,
     '',
-    '| Spark | set-up | loss → first FetchFailed (cause) | → stage resubmitted | → job end | result correct | executors registered as (REST API hostPort) |',
-    '|---|---|---|---|---|---|---|',
+    '| Spark | set-up | loss → FetchFailed from the lost executor (cause) | → first FetchFailed of any kind | → stage resubmitted | → job end | result correct | executors registered as (REST API hostPort) |',
+    '|---|---|---|---|---|---|---|---|',
     ...runs.map(row),
     '',
     `JSON: ${out}`,

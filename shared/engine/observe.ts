@@ -18,7 +18,7 @@ import { OUR_SERVICES_SELECTOR, type ServiceFact, appServicesSelector, serviceFa
 import { type PodFact, podFact } from '../model/spark-pod.ts';
 import type { Facts, Need, SlotFacts, SlotKey } from '../rules/decide.ts';
 import { type Observation, ReadOrder, remembered, sharedReadIsFresh } from '../rules/observation.ts';
-import { LOOK_AFRESH, type Look, markedButHintedRunning } from '../rules/plan.ts';
+import { LOOK_AFRESH, type Look, claimantWindowSlots, markedButHintedRunning, rememberedPodStandsIn } from '../rules/plan.ts';
 import type { ReconcileContext } from './context.ts';
 import { type CountRead, OldestMarks, appCountKey } from './service-count.ts';
 import { appCacheKey, podKey, slotCacheKey } from './memory.ts';
@@ -148,16 +148,26 @@ export class FactView {
   }
 
   /** Puts a remembered pod into view when the plan trusts it and no read of this request knows better. */
-  private rememberedPod(name: string): void {
-    const pods = this.look.trust.pods;
-    if (this.pods.has(name) || !pods.remembered || pods.except.includes(name)) return;
+  private rememberedPod(name: string, at?: number): void {
+    if (this.pods.has(name)) return;
     const cached = this.ctx.facts.pods.get(podKey(this.namespace, name));
-    if (cached !== undefined) this.pods.set(name, remembered(cached.value, cached.at));
+    if (cached !== undefined && rememberedPodStandsIn(this.look.trust, name, cached.value))
+      this.pods.set(name, remembered(cached.value, at ?? cached.at));
   }
 
   /** Executors to read before deciding a sweep page (shared/rules/plan.ts). */
   markedButHintedRunning(): string[] {
     return markedButHintedRunning(this.services.values(), this.pods);
+  }
+
+  /** Slots a listed pod claims whose Service this view has not read and the process does not remember. */
+  claimedUnknownServices(slots: readonly SlotKey[]): SlotKey[] {
+    return slots.filter(
+      (slot) =>
+        (this.claimants.get(slotKey(slot))?.value.length ?? 0) > 0 &&
+        !this.services.has(slotKey(slot)) &&
+        this.ctx.facts.services.peek(this.serviceKey(slot)) === undefined,
+    );
   }
 
   takeClaimedWindowSlots(): SlotKey[] {
@@ -275,14 +285,14 @@ export class FactView {
     // An event that says an executor ended lists its slots itself: a list begun earlier may predate the end.
     if (shared !== undefined && this.look.shareLists && slots.every((s) => shared.meta.has(s.execId))) {
       await shared.result.catch(() => undefined);
+      const hint = this.look.trust.hint;
       const remaining = slots.filter((slot) => {
         const cached = this.ctx.facts.claimants.get(slotCacheKey(this.namespace, slot.appId, slot.execId));
         if (cached === undefined) return true;
+        // A list begun before the event's executor existed does not name it: listed again.
+        if (hint !== undefined && slotKey(hint.slot) === slotKey(slot) && !cached.value.includes(hint.pod.name)) return true;
         this.claimants.set(slotKey(slot), remembered(cached.value, shared.startedAt));
-        for (const name of cached.value) {
-          const pod = this.ctx.facts.pods.get(podKey(this.namespace, name));
-          if (pod !== undefined && !this.pods.has(name)) this.pods.set(name, remembered(pod.value, shared.startedAt));
-        }
+        for (const name of cached.value) this.rememberedPod(name, shared.startedAt);
         return false;
       });
       if (remaining.length === 0) return;
@@ -295,8 +305,7 @@ export class FactView {
     const window = this.windowOpened ? 0 : this.look.claimantWindow;
     if (window > 0 && slots.length === 1) {
       this.windowOpened = true;
-      const first = BigInt(slots[0]!.execId);
-      for (let i = 1n; i <= BigInt(window); i++) ids.add((first + i).toString());
+      for (const slot of claimantWindowSlots(slots[0]!, window)) ids.add(slot.execId);
     }
     await this.ctx.facts.claimantReads.start(readKey, this.now(), ids, () => this.listClaimantIds(appId, ids, requested)).result;
   }
@@ -335,16 +344,23 @@ export class FactView {
     // that began before this round may predate the facts it would be compared with, so its
     // answer counts as remembered, not fresh: good for "runs", never for "gone".
     const key = podKey(this.namespace, name);
-    const shared = this.ctx.facts.podReads.get(key);
-    // Our own read is ordered at its start; a shared one at the round's start.
-    const order = shared === undefined ? this.order.next() : this.order.roundStamp;
-    const { entry } = this.ctx.facts.podReads.join(key, this.now(), undefined, () =>
+    const read = (): Promise<PodFact | 'absent'> =>
       this.ctx.client
         .readPod(this.namespace, name)
-        .then((pod) => (pod === undefined ? 'absent' : (podFact(pod, this.ctx.config.defaultBlockManagerPort) ?? 'absent'))),
-    );
-    const value = await entry.result;
-    const fresh = shared === undefined || sharedReadIsFresh(entry.startedAt, this.order.roundStart);
+        .then((pod) => (pod === undefined ? 'absent' : (podFact(pod, this.ctx.config.defaultBlockManagerPort) ?? 'absent')));
+    const shared = this.ctx.facts.podReads.get(key);
+    // Our own read is ordered at its start; a shared one at the round's start.
+    let order = shared === undefined ? this.order.next() : this.order.roundStamp;
+    let entry = this.ctx.facts.podReads.join(key, this.now(), undefined, read).entry;
+    let value = await entry.result;
+    let fresh = shared === undefined || sharedReadIsFresh(entry.startedAt, this.order.roundStart);
+    if (!fresh && !rememberedPodStandsIn(this.look.trust, name, value)) {
+      // An earlier read that says otherwise than this event about its own pod: read it ourselves.
+      order = this.order.next();
+      entry = this.ctx.facts.podReads.start(key, this.now(), undefined, read);
+      value = await entry.result;
+      fresh = true;
+    }
     // A read shows what held at some moment after it began.
     const at = entry.startedAt;
     this.pods.set(name, { value, at, fresh, order: fresh ? order : 0 });

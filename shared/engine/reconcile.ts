@@ -53,7 +53,8 @@ async function reconcileHeld(ctx: ReconcileContext, request: ReconcileRequest, h
   const view = new FactView(ctx, request);
   const outcomes: ServiceOutcome[] = [];
   let pending: SlotKey[] = uniqueSlots(request.slots);
-  if (request.look?.readServicesFirst === true) {
+  const look = request.look;
+  if (look?.readServicesFirst === true) {
     await view.read(
       pending.map((slot): Need => ({ kind: 'service', slot })),
       [],
@@ -104,6 +105,14 @@ async function reconcileHeld(ctx: ReconcileContext, request: ReconcileRequest, h
     // those another event of this process is deciding (concurrent deliveries: Broker, sweep).
     const claimed = view.takeClaimedWindowSlots();
     pending = uniqueSlots([...pending, ...(holder === undefined ? claimed : holder.holdFree(claimed))]);
+    if (look?.readClaimedServices === true) {
+      // Executors that ran before this update: a Service of theirs the process does not know is
+      // read before deciding, not created blind (a create that fails with 409, then a read).
+      await view.read(
+        view.claimedUnknownServices(pending).map((slot): Need => ({ kind: 'service', slot })),
+        [],
+      );
+    }
   }
   if (pending.length > 0) {
     throw new FactsKeptChangingError(

@@ -16,7 +16,14 @@ import { describe, expect, it } from 'vitest';
 import type { ServiceFact } from '../model/service-spec.ts';
 import type { PodFact } from '../model/spark-pod.ts';
 import type { Observation } from './observation.ts';
-import { type ExecutorPlan, type RememberedNearby, driverOptInLook, markedButHintedRunning, planExecutorEvent } from './plan.ts';
+import {
+  type ExecutorPlan,
+  type RememberedNearby,
+  driverOptInLook,
+  markedButHintedRunning,
+  planExecutorEvent,
+  rememberedPodStandsIn,
+} from './plan.ts';
 
 const APP = 'spark-a1';
 const NOW = 1_000_000;
@@ -71,7 +78,11 @@ interface Row {
   readonly want: {
     readonly slots: readonly string[];
     readonly services: boolean;
-    /** Pods that may not stand in from memory ('none' = no remembered pod at all). */
+    /**
+     * Of exec-8 (the event's pod: the row's remembered one, else what a list would show — the
+     * event's own), exec-7, exec-9 and drv, those whose remembered fact may not stand in
+     * ('none' = no remembered pod at all).
+     */
     readonly podsReadAfresh: readonly string[] | 'none';
     readonly claimantListTrusted: boolean;
     readonly window: number;
@@ -90,9 +101,9 @@ const withPeers: Partial<RememberedNearby> = { service: eight, serviceOf: (id) =
 
 const ROWS: readonly Row[] = [
   {
-    name: 'an add of an executor the process never saw: everything read, its batch listed with it (31 following ids), lists shared',
+    name: 'an add of an executor the process never saw: read, its batch listed with it (31 following ids), lists shared (another event’s list may answer for it where it shows what the event says)',
     says: 'runs',
-    want: { slots: ['8'], services: true, podsReadAfresh: ['exec-8'], claimantListTrusted: false, window: 31, shareLists: true },
+    want: { slots: ['8'], services: true, podsReadAfresh: [], claimantListTrusted: false, window: 31, shareLists: true },
   },
   {
     name: 'a no-op update that agrees with the remembered pod: remembered pods, Service and list may stand in',
@@ -220,7 +231,15 @@ describe('the plan of an executor event', () => {
     const { trust } = p.look;
     expect(p.slots.map((s) => s.execId)).toEqual(row.want.slots);
     expect(trust.services).toBe(row.want.services);
-    expect(trust.pods.remembered ? trust.pods.except : 'none').toEqual(row.want.podsReadAfresh);
+    const hint = row.pod ?? executor('8', row.says === 'went' ? { terminal: true } : {});
+    const factOf = (name: string): PodFact =>
+      name === 'exec-8'
+        ? (row.remembered?.pod ?? hint)
+        : name === 'drv'
+          ? executor('0', { name: 'drv', role: 'driver' })
+          : executor(name.slice(5));
+    const notStandingIn = ['exec-8', 'exec-7', 'exec-9', 'drv'].filter((name) => !rememberedPodStandsIn(trust, name, factOf(name)));
+    expect(trust.pods.remembered ? notStandingIn : 'none').toEqual(row.want.podsReadAfresh);
     expect(trust.claimantsOf.length > 0).toBe(row.want.claimantListTrusted);
     expect(p.look.claimantWindow).toBe(row.want.window);
     expect(p.look.shareLists).toBe(row.want.shareLists);
@@ -323,5 +342,70 @@ describe('a driver event that says it runs: are its executors looked at (a late 
     ['OPT_IN_MODE=all: labels do not matter → no look', driver(), driver({ optIn: false }), 'all', false],
   ])('%s', (_name, hint, remembered, mode, look) => {
     expect(driverOptInLook(hint, remembered, mode).look).toBe(look);
+  });
+});
+
+// What is remembered of the event's own pod — from the process's memory or from a list another
+// event began earlier — stands in for a read only while it says what the event says. A list begun
+// before the executor started shows it Pending; believed for its "runs" event, no Service is made.
+describe('a remembered fact of the event’s pod, taken when the look needs it', () => {
+  const runs = executor('8');
+  const says = (hint: PodFact, goneHint = false): ExecutorPlan =>
+    planExecutorEvent({ hint, slot: { appId: APP, execId: '8' }, goneHint }, nothing, NOW);
+  const rows: ReadonlyArray<readonly [string, PodFact, PodFact | 'absent', boolean]> = [
+    ['the event says it runs, memory says it runs (same pod): stands in', runs, executor('8'), true],
+    ['the event says it runs, memory says Pending: read afresh', runs, executor('8', { running: false }), false],
+    ['the event says it runs, memory says absent: read afresh', runs, 'absent', false],
+    [
+      'the event says it runs, memory holds another pod of that name (new UID): read afresh',
+      runs,
+      executor('8', { uid: 'uid-other' }),
+      false,
+    ],
+    [
+      'the event says Pending, memory says Pending: stands in (an add needs no read)',
+      executor('8', { running: false }),
+      executor('8', { running: false }),
+      true,
+    ],
+    ['the event says Pending, memory says it runs: read afresh', executor('8', { running: false }), runs, false],
+  ];
+  it.each(rows)('%s', (_name, hint, fact, want) => {
+    expect(rememberedPodStandsIn(says(hint).look.trust, 'exec-8', fact)).toBe(want);
+  });
+  it('other pods (its driver, its window’s executors) are not judged by the event’s pod', () => {
+    expect(rememberedPodStandsIn(says(runs).look.trust, 'exec-9', executor('9', { running: false }))).toBe(true);
+    expect(rememberedPodStandsIn(says(runs).look.trust, 'drv', 'absent')).toBe(true);
+  });
+  it('an event that says the executor went reads it afresh whatever is remembered', () => {
+    expect(
+      rememberedPodStandsIn(says(executor('8', { terminal: true }), true).look.trust, 'exec-8', executor('8', { terminal: true })),
+    ).toBe(false);
+  });
+});
+
+// Issue 18: a miss costs reads, never a blind create. Which events read the unknown Services of
+// the slots a list shows claimed before deciding them.
+describe('Services of claimed slots read before deciding', () => {
+  const running = executor('8', { running: true });
+  const cases: ReadonlyArray<readonly [string, { update?: boolean; goneHint?: boolean; remembered?: Partial<RememberedNearby> }, boolean]> =
+    [
+      ['an update of a running executor the process remembers nothing of', { update: true }, true],
+      [
+        'an update of a running executor whose pod is remembered (its window may hold forgotten ones)',
+        { update: true, remembered: { pod: running } },
+        true,
+      ],
+      ['the add of an executor: optimistic create (a new executor’s Service rarely exists)', { update: false }, false],
+      ['an update that says the executor went: its slot is read afresh anyway', { update: true, goneHint: true }, false],
+    ];
+  it.each(cases)('%s', (_name, c, want) => {
+    const p = planExecutorEvent(
+      { hint: running, slot: { appId: APP, execId: '8' }, goneHint: c.goneHint ?? false, update: c.update },
+      { ...nothing, ...c.remembered },
+      NOW,
+    );
+    expect(p.look.readClaimedServices === true).toBe(want);
+    expect(p.look.readServicesFirst).toBe(false);
   });
 });

@@ -32,9 +32,31 @@ export interface Trust {
   readonly pods: { readonly remembered: false } | { readonly remembered: true; readonly except: readonly string[] };
   /** Slots whose remembered complete list of pods may stand in for a list, when it names this pod (checked when the list is looked up). */
   readonly claimantsOf: ReadonlyArray<{ readonly slot: SlotKey; readonly naming: string }>;
+  /**
+   * The event's pod as the event says it is (an event that says it runs). Whatever is remembered
+   * of it — including a list another event began earlier and this one waits for — stands in only
+   * while it says the same (samePodFact), and a remembered list of its slot only if it names it:
+   * checked when the fact is taken, not only when the plan is made, because other events change
+   * what is remembered meanwhile. A list begun before the executor started shows it Pending; taken
+   * for its own "runs" event, that would leave a live executor without its Service.
+   */
+  readonly hint?: { readonly pod: PodFact; readonly slot: SlotKey };
 }
 
 export const TRUST_NOTHING: Trust = { services: false, pods: { remembered: false }, claimantsOf: [] };
+
+/** May this remembered fact of a pod stand in for a read, under this trust? */
+export function rememberedPodStandsIn(trust: Trust, name: string, fact: PodFact | 'absent'): boolean {
+  if (!trust.pods.remembered || trust.pods.except.includes(name)) return false;
+  if (trust.hint === undefined || trust.hint.pod.name !== name) return true;
+  return fact !== 'absent' && samePodFact(fact, trust.hint.pod);
+}
+
+/** The exec ids after a slot that its claimant list covers too (Spark numbers executors in order). */
+export function claimantWindowSlots(slot: SlotKey, window: number): SlotKey[] {
+  const first = BigInt(slot.execId);
+  return Array.from({ length: window }, (_, i) => ({ appId: slot.appId, execId: (first + BigInt(i + 1)).toString() }));
+}
 
 /** How the engine looks at one request's slots. */
 export interface Look {
@@ -54,6 +76,11 @@ export interface Look {
   readonly coordinate: boolean;
   /** Read every slot's Service before deciding (when most of them are expected to exist). */
   readonly readServicesFirst: boolean;
+  /**
+   * Slots a listed pod claims whose Services this process does not know are read before they are
+   * decided (an update: its executor and the window's ran before, so their Services most likely exist).
+   */
+  readonly readClaimedServices?: boolean;
 }
 
 /** A sweep page, a driver's end, a Reference-mode delete: everything read, nothing shared, nobody waited for. */
@@ -83,6 +110,8 @@ export interface ExecutorEvent {
   readonly slot: SlotKey;
   /** The event says the executor went: a delete, or a terminal phase. */
   readonly goneHint: boolean;
+  /** An update (of a pod that existed before): not the add of a new executor, whose Service rarely exists yet. */
+  readonly update?: boolean;
 }
 
 export interface ExecutorPlan {
@@ -122,13 +151,22 @@ export function planExecutorEvent(event: ExecutorEvent, remembered: RememberedNe
     look: {
       trust: {
         services: serviceAgrees,
-        pods: { remembered: true, except: agrees ? [] : readAfresh },
+        // An event that says its executor runs: what is remembered of it is judged against the
+        // event when it is taken (`hint`); one that says it went reads it and its peers afresh.
+        pods: { remembered: true, except: goneHint ? readAfresh : [] },
         claimantsOf: claimantsTrusted ? [{ slot, naming: hint.name }] : [],
+        ...(goneHint ? {} : { hint: { pod: hint, slot } }),
       },
       claimantWindow: goneHint ? 0 : LOOK.claimantWindow,
       shareLists: !goneHint,
       coordinate: true,
       readServicesFirst: false,
+      // An update names an executor that existed before, and its window executors that ran before
+      // it: a Service of theirs the process forgot (its memory held fewer executors than run) is
+      // read once a list shows them, never created blind — a miss costs a read, not a create that
+      // fails (409) and a read (issue 18). An add keeps the optimistic create (a new executor's
+      // Service rarely exists), and a forged update of a pod that does not exist costs no more.
+      readClaimedServices: event.update === true && !goneHint,
     },
   };
 }

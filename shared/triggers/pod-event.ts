@@ -51,7 +51,7 @@ export async function reconcilePodEvent(ctx: ReconcileContext, verb: Verb, pod: 
   const slot: SlotKey = { appId: hint.appId, execId: hint.execId! };
   const memory = ctx.facts;
   const plan = planExecutorEvent(
-    { hint, slot, goneHint },
+    { hint, slot, goneHint, update: verb === 'update' },
     {
       pod: memory.pods.get(podKey(namespace, hint.name))?.value,
       service: memory.services.get(podKey(namespace, executorServiceName(slot.appId, slot.execId)))?.value,

@@ -65,13 +65,7 @@ async function scaleUpAndTearDown(h: Harness, seed: number): Promise<Teardown> {
 }
 
 describe('an executor the process no longer remembers', () => {
-  // KNOWN OPEN (issue 18): through a memory smaller than the set, a no-op update still lists its
-  // window and attempts creates that fail with 409 (main: 120 create attempts for 120 executors, up
-  // to 65 calls in one event). A fix (reading the unknown Services of claimed slots before deciding
-  // them) passed this test but was withdrawn untested on the real API server: a CI run after it
-  // left one of 100 executors without its Service on the real control plane (cause not found).
-  // \`it.fails\` flips to a failure the day this is fixed: then make it \`it\`.
-  it.fails('memory for a third of the executors: a "deletion started" update costs at most two reads and never a create', async () => {
+  it('memory for a third of the executors: a "deletion started" update costs at most two reads and never a create', async () => {
     const h = await audited({}, { factLimits: { entries: 40, bytes: 40 * 3584 } });
     const t = await scaleUpAndTearDown(h, 1801);
     const mean = t.noOpCalls.reduce((s, n) => s + n, 0) / t.noOpCalls.length;

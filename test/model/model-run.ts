@@ -64,6 +64,8 @@ export const totals = {
   checks: 0,
   serviceAssertions: 0,
   tenants: 0,
+  /** Tenant pods with an owner reference the function cannot read (issue 17, class 1). */
+  unreadableTenants: 0,
   writes: 0,
 };
 
@@ -112,7 +114,12 @@ export interface Caps {
   readonly appCap: number;
 }
 
-export type TenantKind = 'no-owner' | 'dangling-owner' | 'own-owner' | 'victim-driver';
+/**
+ * How a tenant's copy is owned. 'unreadable-owner': an owner reference whose UID is longer than
+ * the function keeps (Kubernetes only asks that it be non-empty), pointing at no pod — an item the
+ * function cannot read must be skipped, never fail a list (issue 17, class 1).
+ */
+export type TenantKind = 'no-owner' | 'dangling-owner' | 'own-owner' | 'victim-driver' | 'unreadable-owner';
 
 export interface Tenant {
   readonly name: string;
@@ -476,7 +483,7 @@ export class ModelRun {
 
   private tenantCopy(victim: Exec): Step {
     const n = ++this.tenantSeq;
-    const kind = pick(this.rng, ['no-owner', 'dangling-owner', 'own-owner', 'victim-driver'] as const);
+    const kind = pick(this.rng, ['no-owner', 'dangling-owner', 'own-owner', 'victim-driver', 'unreadable-owner'] as const);
     const name = `tenant-${n}`;
     const ctl = kind === 'own-owner' || kind === 'dangling-owner' ? `tenant-ctl-${n}` : undefined;
     const tenantOptIn = chance(this.rng, 0.5);
@@ -505,6 +512,10 @@ export class ModelRun {
               { apiVersion: 'v1', kind: 'Pod', name: victim.run.owner.name, uid: victim.run.owner.uid, controller: true },
             ];
           if (kind === 'dangling-owner') (body.metadata as Record<string, unknown>)['finalizers'] = ['model.test/tenant'];
+          if (kind === 'unreadable-owner')
+            body.metadata.ownerReferences = [
+              { apiVersion: 'v1', kind: 'Pod', name: `tenant-ghost-${n}`, uid: `${'u'.repeat(300)}-${n}`, controller: true },
+            ];
           uid = (this.emulator.seed(body) as Obj).metadata.uid!;
         });
         // Its owner goes; the finalizer keeps the copy, terminating, with a dangling owner reference.
@@ -512,6 +523,7 @@ export class ModelRun {
           this.mutate(`delete ${ctl} (the owner of ${name})`, () => this.emulator.deleteObject('pods', NS, ctl!));
         this.tenants.push({ name, uid, appId: victim.appId, execId: victim.execId, kind, ctl });
         totals.tenants++;
+        if (kind === 'unreadable-owner') totals.unreadableTenants++;
         const pod = this.pod(name);
         if (pod !== undefined && this.couldBeServed(pod)) {
           for (const x of this.liveExecs())

@@ -10,7 +10,8 @@
  *    same driver pod name (a new UID);
  *  - tenants: pods copying a live executor's spark-app-selector / spark-exec-id /
  *    spark-role=executor labels with no owner, a dangling owner, an owner of their own, or the
- *    victim's driver as owner; forged events (an executor "deleted" or "Failed" carrying a live
+ *    victim's driver as owner, or an owner reference whose UID is longer than the function keeps
+ *    (an item it cannot read: skipped, never fatal to a list); forged events (an executor "deleted" or "Failed" carrying a live
  *    pod's real JSON, a "driver deleted" for a live driver);
  *  - deliveries of the ApiServerSource events those changes cause: each lost, delivered once or
  *    twice, reordered within a few steps, to either instance, sequentially or at once; 503s are
@@ -56,7 +57,7 @@ afterAll(() => {
   console.log(
     `model: ${totals.runs} runs × ${STEPS} steps, ${totals.events} events, ${totals.sweeps} sweeps, ${totals.checks} invariant checks\n` +
       `  (${totals.deliveries} deliveries incl. duplicates and ${totals.redelivered} redeliveries of 503s, ${totals.lost} copies lost, ` +
-      `${totals.forged} forged events, ${totals.tenants} tenant pods, ${totals.serviceAssertions} executor Services asserted, ` +
+      `${totals.forged} forged events, ${totals.tenants} tenant pods (${totals.unreadableTenants} with an unreadable owner reference), ${totals.serviceAssertions} executor Services asserted, ` +
       `${totals.writes} Service writes audited)`,
   );
   if (totals.capExcused + totals.gaveWay > 0)
