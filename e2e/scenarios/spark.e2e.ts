@@ -14,7 +14,15 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { NS } from '../../test/support/audited.ts';
-import { type FetchLossReport, runFetchLoss, type SparkLine, sparkLines, type Variant } from '../spark/fetch-loss.ts';
+import {
+  BLOCK_MANAGER_PORT,
+  DNS_WAIT_BOUND_S,
+  type FetchLossReport,
+  runFetchLoss,
+  type SparkLine,
+  sparkLines,
+  type Variant,
+} from '../spark/fetch-loss.ts';
 import { type ScenarioCluster, scenarioCluster } from './cluster.ts';
 import { type Plane, startPlane } from './plane.ts';
 import { writeJsonReport } from './report-file.ts';
@@ -88,6 +96,12 @@ describe.each(lines.map((line) => ({ line, version: line.version })))('Spark $ve
           e.service?.host,
         );
         expect(e.ownerUids).toHaveLength(1);
+        // the block manager on the fixed port the Service forwards
+        expect(e.restHostPort?.split(':')[1]).toBe(String(BLOCK_MANAGER_PORT));
+        // the wrapper's DNS wait for its own Service: resolved, within its bound (+1 s for the last look-up's kill)
+        const wait = e.wrapperLines.map((l) => /resolves after ([\d.]+)s/.exec(l)?.[1]).find((w) => w !== undefined);
+        expect(wait, `executor ${e.id}: ${e.wrapperLines.join(' | ')}`).toBeDefined();
+        expect(Number(wait)).toBeLessThanOrEqual(DNS_WAIT_BOUND_S + 1);
       }
       expect(new Set(report.executors.flatMap((e) => e.ownerUids)).size, 'one driver owns every executor').toBe(1);
       expect(report.victim.ranMapTask, 'the lost executor holds map output').toBe(true);

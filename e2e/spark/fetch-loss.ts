@@ -50,6 +50,8 @@ const HERE = fileURLToPath(new URL('.', import.meta.url));
 const PROBE = fileURLToPath(new URL('../scenarios/connect-probe.ts', import.meta.url));
 const REPO = join(HERE, '..', '..');
 export const BLOCK_MANAGER_PORT = 7079;
+/** SPARK_EXEC_SVC_WAIT_SECONDS for the executors: the recipe's default (see sparkConf). */
+export const DNS_WAIT_BOUND_S = 30;
 const DRIVER_PORT = 7078;
 const UI_PORT = 4040;
 const DRIVER_SA = 'spark-driver';
@@ -343,6 +345,7 @@ export function sparkConf(o: {
     // resolves its name as soon as the function has made its Service. With an older kubeadm's
     // Corefile (`cache 30` over `ttl 30`) its first NXDOMAIN was cached for 30 s and 1 of 4
     // executors fell back to its pod IP (run of 2026-12-04 17:57); a fallback fails this scenario.
+    'spark.executorEnv.SPARK_EXEC_SVC_WAIT_SECONDS': String(DNS_WAIT_BOUND_S),
     ...(o.variant.advertiseService ? {} : { 'spark.executorEnv.SPARK_EXEC_SVC_DISABLE': 'true' }),
     ...o.variant.conf,
   };
@@ -720,14 +723,28 @@ export async function runFetchLoss(o: FetchLossOptions): Promise<FetchLossReport
         leftovers.push(`${u.what}: ${error instanceof Error ? error.message : String(error)}`);
       }
     }
-    // Ours to check: the pods' netns (the DROP rules live there), the black hole, the JVMs.
-    const names = netnsNames();
-    if (victimNetns !== undefined && names.has(victimNetns)) leftovers.push(`netns ${victimNetns} (with the DROP rules)`);
-    for (const n of podNetns) if (n !== '' && n !== victimNetns && names.has(n)) leftovers.push(`netns ${n} of a deleted pod`);
+    // Ours to check: the pods' netns (the DROP rules live in the lost one's), the black hole, the
+    // JVMs. The kubelet removes a deleted pod's netns and processes after the API has let it go:
+    // waited for, bounded.
+    const ourNetns = [victimNetns, ...podNetns].filter((n): n is string => n !== undefined && n !== '');
+    const remaining = (): string[] => {
+      const names = netnsNames();
+      const left = ourNetns
+        .filter((n, i, all) => names.has(n) && all.indexOf(n) === i)
+        .map((n) => `netns ${n}${n === victimNetns ? ' (with the DROP rules)' : ' of a deleted pod'}`);
+      const jvms = run('pgrep', ['-f', control], 5_000).stdout.trim();
+      if (jvms !== '') left.push(`processes using ${control}: ${jvms.replace(/\n/g, ' ')}`);
+      return left;
+    };
+    const cleanDeadline = Date.now() + 30_000;
+    let left = remaining();
+    while (left.length > 0 && Date.now() < cleanDeadline) {
+      await sleep(250);
+      left = remaining();
+    }
+    leftovers.push(...left);
     const route = await cluster.execInNode(['ip', 'route', 'show', 'type', 'blackhole']);
     if (route.stdout.trim() !== '') leftovers.push(`blackhole route: ${route.stdout.trim()}`);
-    const jvms = run('pgrep', ['-f', control], 5_000);
-    if (jvms.stdout.trim() !== '') leftovers.push(`processes using ${control}: ${jvms.stdout.trim().replace(/\n/g, ' ')}`);
     rmSync(control, { recursive: true, force: true });
     if (leftovers.length > 0) log(`leftovers: ${leftovers.join('; ')}`);
   }

@@ -57,6 +57,18 @@ export interface Facts {
   readonly ourServiceCount: Observation<number> | undefined;
 }
 
+/**
+ * `now`, a fact's `at` and a gone mark are times on the API server's clock (shared/kube/
+ * server-clock.ts), the one clock every instance shares (issue 17, class 8), read from its answers'
+ * whole-second `Date`: a mark is written in whole seconds, and a time one instance read and one
+ * another wrote may be up to about two seconds apart when they happened at once (each lags the
+ * server by less than a second plus latency; the mark is truncated).
+ */
+const MARK_PRECISION_MS = 1_000;
+const SHARED_CLOCK_UNCERTAINTY_MS = 2_500;
+
+const markValue = (now: number): string => new Date(Math.floor(now / MARK_PRECISION_MS) * MARK_PRECISION_MS).toISOString();
+
 export type Rules = Pick<Config, 'optInMode' | 'cooldownSeconds' | 'maxServicesPerNamespace' | 'maxServicesRecountMargin' | 'factTtlMs'>;
 
 export type Action =
@@ -334,9 +346,9 @@ function decideSlot(facts: Facts, slot: SlotFacts, rules: Rules, now: number): S
 
   if (recorded.state === 'alive') {
     // Evidence older than the mark cannot overrule it: the mark was put on a fresh read. Only a
-    // read begun after this Service was read, or one begun after the mark was written, can.
+    // read begun after this Service was read, or one begun surely after the mark was written, can.
     const readAfterService = readAfter(recorded, after);
-    const markStands = markedAt !== undefined && !readAfterService && !(recorded.at > markedAt);
+    const markStands = markedAt !== undefined && !readAfterService && !(recorded.at > markedAt + SHARED_CLOCK_UNCERTAINTY_MS);
     if (markStands) return { needs: [{ kind: 'pod', name: identity.executor.name }] };
     return upkeep(facts, slot, service, identity, recorded);
   }
@@ -376,7 +388,7 @@ function decideSlot(facts: Facts, slot: SlotFacts, rules: Rules, now: number): S
           kind: 'patch',
           slot,
           service,
-          patch: { metadata: { annotations: { [EXECUTOR_GONE_AT_ANNOTATION]: new Date(now).toISOString() } } },
+          patch: { metadata: { annotations: { [EXECUTOR_GONE_AT_ANNOTATION]: markValue(now) } } },
           outcome: 'marked-gone',
           why: `executor ${identity.executor.name} is gone (${GONE_WORDS[recorded.how]}); cool-down started`,
         },

@@ -32,6 +32,10 @@ export const STEPS = Number(process.env['PROPERTY_STEPS'] ?? 150);
 export const BASE_SEED = Number(process.env['PROPERTY_SEED'] ?? 20_260_501);
 export const NS = 'spark';
 export const COOLDOWN_SECONDS = 60;
+/** How much earlier than its cool-down a delete may look on whole-second clocks read a little late (shared/rules/decide.ts). */
+const CLOCK_TOLERANCE_MS = 3_000;
+/** The second instance's own clock is this far ahead of the API server's: more than the cool-down. */
+export const SECOND_INSTANCE_SKEW_MS = 10 * 60_000;
 export const ENV = { WATCH_NAMESPACES: NS, COOLDOWN_SECONDS: String(COOLDOWN_SECONDS), OPT_IN_MODE: 'label', BLOCK_MANAGER_PORT: '7079' };
 
 // Keys as the README and docs name them (deliberately not imported from the code under test).
@@ -768,6 +772,19 @@ export class ModelRun {
         this.violations.push(
           `${marked ? 'marked gone' : 'deleted'} Service ${svc.metadata.name} while its executor ${executor.name} and its owner ${owner.name} live (request ${w.requestBody})`,
         );
+      }
+      // While its owner lives, a marked Service goes only when its cool-down is over — by the API
+      // server's clock, whichever instance marked it and whatever their own clocks say (issue 17,
+      // class 8). Both times are whole seconds and each instance reads the server's a little late:
+      // only a delete surely early by more than that is one.
+      const markedAt = Date.parse(annotations[GONE_AT] ?? '');
+      const deletedAt = Date.parse(w.date ?? '');
+      if (w.method === 'DELETE' && owner !== undefined && this.livePod(owner) !== undefined && !Number.isNaN(markedAt)) {
+        const elapsedAtMostMs = deletedAt + 1_000 - markedAt;
+        if (Number.isNaN(deletedAt) || elapsedAtMostMs < COOLDOWN_SECONDS * 1000 - CLOCK_TOLERANCE_MS)
+          this.violations.push(
+            `deleted Service ${svc.metadata.name} ${Math.round(elapsedAtMostMs / 1000)} s (API server's clock) after its mark ${annotations[GONE_AT]}, before the cool-down of ${COOLDOWN_SECONDS} s ended, while its owner ${owner.name} lives`,
+          );
       }
     }
   }
