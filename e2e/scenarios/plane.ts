@@ -219,28 +219,39 @@ let probes = 0;
  * so does its deletion. The adapter's start log line comes before its reflector lists; a pod
  * created between the two is folded into that first list, which the adapter never sends
  * (knative/eventing pkg/adapter/apiserver: Replace sends nothing) — scenarios that create pods
- * right after the plane starts would lose their first events to that race. The probe pod is a
- * Spark "driver" without an application id (the function ignores it without an API request),
- * bound to a node no kubelet runs, and deleted at once.
+ * right after the plane starts would lose their first events to that race. The probe itself can
+ * fall into it, so a new probe is created every second until one's add arrives (30 s at most).
+ * A probe pod is a Spark "driver" without an application id (the function ignores it without an
+ * API request), bound to a node no kubelet runs; all of them are deleted at the end.
  */
 async function adapterWatching(admin: ApiAccess, proxy: RecordingProxy): Promise<void> {
-  const name = `adapter-watch-probe-${process.pid}-${probes++}`;
-  const about = (type: RegExp) => (r: RecordedRequest) =>
+  const about = (name: string, type: RegExp) => (r: RecordedRequest) =>
     r.headers['ce-subject']?.endsWith(`/pods/${name}`) === true && type.test(r.headers['ce-type'] ?? '');
-  await createPod(admin, NS, {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name, namespace: NS, labels: { 'spark-role': 'driver' } },
-    spec: {
-      nodeName: 'no-kubelet-runs-this-node',
-      automountServiceAccountToken: false,
-      containers: [{ name: 'probe', image: 'none', command: ['true'] }],
-    },
-  });
+  const created: string[] = [];
+  const deadline = Date.now() + 30_000;
+  let seen: string | undefined;
   try {
-    await proxy.waitFor(about(/\.add$/), 30_000, `the adapter's event for its watch probe ${name}`);
+    while (seen === undefined) {
+      if (Date.now() > deadline) throw new Error(`the adapter sent no event for its watch probes ${created.join(', ')} within 30 s`);
+      const name = `adapter-watch-probe-${process.pid}-${probes++}`;
+      await createPod(admin, NS, {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name, namespace: NS, labels: { 'spark-role': 'driver' } },
+        spec: {
+          nodeName: 'no-kubelet-runs-this-node',
+          automountServiceAccountToken: false,
+          containers: [{ name: 'probe', image: 'none', command: ['true'] }],
+        },
+      });
+      created.push(name);
+      seen = await proxy
+        .waitFor((r) => created.some((n) => about(n, /\.add$/)(r)), 1_000, 'a watch probe’s add')
+        .then((r) => created.find((n) => about(n, /\.add$/)(r)))
+        .catch(() => undefined);
+    }
   } finally {
-    await deletePod(admin, NS, name, 0);
+    for (const name of created) await deletePod(admin, NS, name, 0);
   }
-  await proxy.waitFor(about(/\.delete$/), 30_000, `the adapter's delete event for its watch probe ${name}`);
+  await proxy.waitFor(about(seen, /\.delete$/), 30_000, `the adapter's delete event for its watch probe ${seen}`);
 }
