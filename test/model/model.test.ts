@@ -51,7 +51,7 @@ import { type KubeEmulator, startEmulator } from '../../packages/kube-emulator/i
 import { buildKubeConfig } from '../../packages/kube-emulator/kubeconfig.ts';
 import { type Harness, startHarness } from '../../testkit/harness.ts';
 import { auditRequests } from '../../testkit/audit.ts';
-import { BASE_SEED, ENV, ModelRun, NS, RUNS, SECOND_INSTANCE_SKEW_MS, STEPS, seedForeign, totals } from './model-run.ts';
+import { BASE_SEED, type Caps, ENV, ModelRun, NS, RUNS, SECOND_INSTANCE_SKEW_MS, STEPS, seedForeign, totals } from './model-run.ts';
 import { startRecordingProxy } from './recording-proxy.ts';
 
 afterAll(() => {
@@ -62,9 +62,19 @@ afterAll(() => {
       `${totals.forged} forged events, ${totals.tenants} tenant pods (${totals.unreadableTenants} with an unreadable owner reference), ${totals.serviceAssertions} executor Services asserted, ` +
       `${totals.writes} Service writes audited)`,
   );
+  if (totals.capExcused + totals.gaveWay > 0)
+    console.log(
+      `  caps variant: ${totals.gaveWay} gone-marked Services gave way to live executors, ${totals.capExcused} checks excused a missing Service by full caps`,
+    );
 });
 
-async function runModel(seed: number): Promise<void> {
+/** The caps variant (issue 17, classes 3 and 4): small caps, long runs replacing executors, dead executors' Services near the caps. */
+const CAPS: Caps = { cap: 8, appCap: 4 };
+const CAPS_RUNS = Number(process.env['PROPERTY_CAPS_RUNS'] ?? 4);
+
+async function runModel(seed: number, caps?: Caps): Promise<void> {
+  const env =
+    caps === undefined ? ENV : { ...ENV, MAX_SERVICES_PER_NAMESPACE: String(caps.cap), MAX_SERVICES_PER_APPLICATION: String(caps.appCap) };
   const clock = { now: Date.parse('2026-05-01T08:00:00Z') };
   // The model's clock is the API server's and the instances' own: time passes for all of them at
   // once. The second instance's clock is ahead by more than the cool-down (issue 17, class 8).
@@ -87,12 +97,12 @@ async function runModel(seed: number): Promise<void> {
   });
   const instances: Harness[] = [];
   try {
-    instances.push(await startHarness(ENV, { emulator: viaProxy, localClock: () => new Date(clock.now), logger }));
+    instances.push(await startHarness(env, { emulator: viaProxy, localClock: () => new Date(clock.now), logger }));
     instances.push(
-      await startHarness(ENV, { emulator: viaProxy, localClock: () => new Date(clock.now + SECOND_INSTANCE_SKEW_MS), logger }),
+      await startHarness(env, { emulator: viaProxy, localClock: () => new Date(clock.now + SECOND_INSTANCE_SKEW_MS), logger }),
     );
     const foreign = seedForeign(emulator);
-    const model = new ModelRun(seed, emulator, proxy, instances, clock, foreign);
+    const model = new ModelRun(seed, emulator, proxy, instances, clock, foreign, caps);
     for (let i = 0; i < STEPS; i++) {
       await model.step();
       if (model.violations.length > 0) break;
@@ -120,5 +130,16 @@ describe('model-based property: random interleavings keep the invariant after ev
       for (let i = 0; i < RUNS; i++) await runModel(BASE_SEED + i);
     },
     Math.max(180_000, RUNS * STEPS * 100),
+  );
+
+  it(
+    `caps: ${CAPS_RUNS} runs × ${STEPS} steps with MAX_SERVICES_PER_NAMESPACE=${CAPS.cap}, MAX_SERVICES_PER_APPLICATION=${CAPS.appCap} and runs that replace up to ${3 * CAPS.appCap} executors: a missing Service only while Services not gone-marked fill a cap`,
+    async () => {
+      const gaveWay = totals.gaveWay;
+      for (let i = 0; i < CAPS_RUNS; i++) await runModel(BASE_SEED + 1_000 + i, CAPS);
+      // The generator must reach the caps with dead executors' Services, or this variant proves nothing.
+      expect(totals.gaveWay - gaveWay, 'gone-marked Services that gave way to live executors').toBeGreaterThan(0);
+    },
+    Math.max(180_000, CAPS_RUNS * STEPS * 100),
   );
 });
