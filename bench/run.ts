@@ -589,7 +589,7 @@ if (constrained !== undefined) {
       ],
       constrained.modes.map((m) => [
         m.mode,
-        `${m.coldStart.medianMs} (${m.coldStart.runsMs.join(' ')})`,
+        `${m.coldStart.medianMs} (${m.coldStart.runsMs.join(' ')}); CPU ${m.coldStart.cpuMs}`,
         `${fmtMs(m.namespaces.longestEventMs)} ms (${m.namespaces.longestEvent})`,
         `${fmtMs(m.namespaces.eventP99Ms)} ms`,
         Object.entries(m.namespaces.retried)
@@ -779,7 +779,7 @@ function printSequential(seq: SequentialResult): void {
   const n = seq.executors;
   const pps = (count: number, ms: number): string => (ms > 0 ? String(Math.round((count / ms) * 1000)) : '-');
   log(
-    `\nFair floor (median of ${seq.reps}; the least an event-driven design can take for the same application): the writes — batch after batch, the list of the batch's pods, then its ${seq.batchSize} creates with ${seq.concurrency} in flight (the function's own concurrency, shared/engine/observe.ts); at the end one list of the app's Services and every delete ${seq.concurrency} at a time — plus the delivery of the same events (same bodies, same sender, one at a time) to a bare node:http server answering 200. Old sequential floor (one write after another) for comparison:`,
+    `\nFair floor (median of ${seq.reps}; the least an event-driven design can take for the same application): the writes — batch after batch, the list of the batch's pods, then its ${seq.batchSize} creates with ${seq.concurrency} in flight (the function's own concurrency, shared/engine/observe.ts); for the teardown one list of the ended executors and every Service's cool-down mark, then one list of the app's Services and every delete, ${seq.concurrency} at a time — plus the delivery of the same events (same bodies, same sender, one at a time) to a bare node:http server answering 200. Old sequential floor (one write after another) for comparison:`,
   );
   log(
     table(

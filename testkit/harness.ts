@@ -2,6 +2,7 @@ import { KubeTokenReviewer } from '../functions/executor-service/sender-auth.ts'
 import { startFunctionServer, type FunctionServer } from '../functions/executor-service/server.ts';
 import { type Config, loadConfig } from '../shared/ops/config.ts';
 import { CoreV1KubeClient } from '../shared/kube/client.ts';
+import { ServerClock } from '../shared/kube/server-clock.ts';
 import { type Logger, jsonLogger } from '../shared/ops/log.ts';
 import { type Metrics, newMetrics } from '../shared/ops/metrics.ts';
 import { type ProcessCaches, newProcessCaches } from '../shared/triggers/process-state.ts';
@@ -32,7 +33,14 @@ export interface Harness {
 
 export interface HarnessOptions {
   readonly logger?: Logger;
-  readonly now?: () => Date;
+  /**
+   * This instance's own wall clock (default: the real one). The function dates its decisions by the
+   * API server's clock, which only runs on by this one between answers: a constant skew here changes
+   * nothing (test/adversarial/clock-skew.test.ts). To make time pass, move the API server's clock.
+   */
+  readonly localClock?: () => Date;
+  /** The clock of the emulator this harness starts (not with `emulator`: give that one its own `clock`). */
+  readonly apiServerClock?: () => Date;
   /** Share another harness's API server (e.g. two function instances); it is then not stopped by close(). */
   readonly emulator?: KubeEmulator;
   /** The function's metrics (its own prom-client Registry); default: a new one without Node's process metrics. */
@@ -41,8 +49,16 @@ export interface HarnessOptions {
   readonly factLimits?: FactCacheLimits;
 }
 
+/** Time that passes for everyone: the emulator this harness starts and the instance read the same clock (a test moves it). */
+export const passingTime = (clock: () => Date): Pick<HarnessOptions, 'apiServerClock' | 'localClock'> => ({
+  apiServerClock: clock,
+  localClock: clock,
+});
+
 export async function startHarness(env: Record<string, string> = {}, opts: HarnessOptions = {}): Promise<Harness> {
-  const emulator = opts.emulator ?? (await startEmulator());
+  if (opts.emulator !== undefined && opts.apiServerClock !== undefined)
+    throw new Error('apiServerClock is the clock of an emulator this harness starts');
+  const emulator = opts.emulator ?? (await startEmulator(opts.apiServerClock === undefined ? {} : { clock: opts.apiServerClock }));
   // Tests send sweeps back to back: no coalescing (SWEEP_MIN_INTERVAL_MS) unless a test asks for it.
   // They also send bursts of 100+ events straight at the function; in a cluster Knative's
   // queue-proxy sits in front and holds in-flight requests to containerConcurrency (20), so the
@@ -63,14 +79,16 @@ export async function startHarness(env: Record<string, string> = {}, opts: Harne
   const metrics = opts.metrics ?? newMetrics();
   // Sized as run.ts sizes it, without a container memory limit, unless the test asks for less.
   const caches = newProcessCaches(opts.factLimits ?? sizeFactCache(config, undefined).limits);
+  const localClock = opts.localClock;
+  const clock = new ServerClock(localClock === undefined ? undefined : () => localClock().getTime());
   const fn = await startFunctionServer(
     {
-      client: new CoreV1KubeClient(emulator.kubeConfig(), config.requestTimeoutMs),
+      client: new CoreV1KubeClient(emulator.kubeConfig(), config.requestTimeoutMs, clock),
       config,
       log,
       metrics,
       caches,
-      now: opts.now,
+      clock,
     },
     {
       port: 0,

@@ -214,21 +214,51 @@ export interface InvariantOptions {
    * create "exactly one such pod claims the slot"), but a Service that is there must serve one.
    */
   readonly genuine?: ReadonlySet<string>;
-  /** MAX_SERVICES_PER_NAMESPACE: a missing Service is no breach while the namespace holds that many of ours. */
+  /**
+   * MAX_SERVICES_PER_NAMESPACE: a missing Service is no breach while the namespace holds that many
+   * of ours that are not gone-marked (a dead executor's Service gives way to a live one, issue 17
+   * class 4) and no application holds more than `appCap` of them (one application cannot starve
+   * another, class 3).
+   */
   readonly cap?: number;
+  /** MAX_SERVICES_PER_APPLICATION: a missing Service is no breach while its application holds that many of ours not gone-marked. */
+  readonly appCap?: number;
   readonly check?: ServiceCheck;
+}
+
+/**
+ * Whether a live executor of `appId` may lack its Service because the caps are full: Services of
+ * ours that are not gone-marked (a dead executor's Service gives way to a live one, issue 17
+ * class 4) hold MAX_SERVICES_PER_NAMESPACE with no application over MAX_SERVICES_PER_APPLICATION
+ * (one application cannot starve another, class 3), or hold its own application's cap.
+ */
+export function capsExcuse(
+  services: readonly Obj[],
+  caps: { readonly cap?: number; readonly appCap?: number },
+): (appId: string) => boolean {
+  const holding = services.filter(
+    (s) => s.metadata.labels?.[MANAGED_BY] === 'spark-exec-svc' && s.metadata.annotations?.[GONE_AT] === undefined,
+  );
+  const byApp = new Map<string, number>();
+  for (const s of holding) {
+    const app = s.metadata.labels?.[APP] ?? '';
+    byApp.set(app, (byApp.get(app) ?? 0) + 1);
+  }
+  const appCap = caps.appCap ?? Number.POSITIVE_INFINITY;
+  const namespaceFull = caps.cap !== undefined && holding.length >= caps.cap && [...byApp.values()].every((n) => n <= appCap);
+  return (appId) => namespaceFull || (byApp.get(appId) ?? 0) >= appCap;
 }
 
 /** Every breach of the invariant in `view`; [] = it holds. */
 export function invariantProblems(view: ClusterView, options: InvariantOptions): string[] {
   const services = new Map(view.services.map((s) => [s.metadata.name, s]));
-  const ours = view.services.filter((s) => s.metadata.labels?.[MANAGED_BY] === 'spark-exec-svc').length;
+  const excused = capsExcuse(view.services, options);
   const claims = new Map<string, Owed[]>();
   for (const owed of owedServices(view.pods, options.defaultPort)) claims.set(owed.service, [...(claims.get(owed.service) ?? []), owed]);
   const problems: string[] = [];
   for (const [name, owedHere] of claims) {
     const svc = services.get(name);
-    if (svc === undefined && options.cap !== undefined && ours >= options.cap) continue;
+    if (svc === undefined && excused(owedHere[0]!.appId)) continue;
     const verdicts = owedHere.map((o) => ({ pod: o.pod.metadata.name, problems: serviceProblems(svc, o, options.check) }));
     const genuine = verdicts.filter((v) => options.genuine?.has(v.pod) === true);
     const mustHold = genuine.length > 0 ? genuine : verdicts.length === 1 ? verdicts : [];

@@ -20,7 +20,7 @@ import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { AdapterSender, podEvent } from '../../testkit/apiserversource.ts';
 import { type PodBody, appDriver, appExecutors } from '../../testkit/spark-pods.ts';
-import { REPO_ROOT, freePort, functionEnv, sleep, startEmulatorProcess, stopChild, type EmulatorProcess } from '../lib/procs.ts';
+import { REPO_ROOT, cpuMs, freePort, functionEnv, sleep, startEmulatorProcess, stopChild, type EmulatorProcess } from '../lib/procs.ts';
 import { median, round } from '../lib/stats.ts';
 import type { Launch } from '../lib/cgroup.ts';
 
@@ -34,6 +34,8 @@ export interface ColdVariant {
 export interface ColdRun {
   readonly listeningMs: number;
   readonly firstAnswerMs: number;
+  /** CPU time (user + system) of the process up to its first answer. */
+  readonly cpuMs?: number;
 }
 
 export interface ColdVariantResult {
@@ -170,7 +172,15 @@ export async function coldRun(
       if (variant.entry !== '<floor>' && (answer.status !== 200 || answer.type !== 'spark-exec-svc.service.created')) {
         throw new Error(`first event answered ${answer.status} ${answer.type ?? ''} ${answer.body.slice(0, 200)}`);
       }
-      return { listeningMs: round(listeningMs, 1), firstAnswerMs: round(firstAnswerMs, 1) };
+      // CPU the process used up to its first answer (/proc, 10 ms resolution): under a CFS quota of
+      // q CPUs it cannot answer sooner than cpu / q of wall time.
+      let cpu: number | undefined;
+      try {
+        cpu = child.pid === undefined ? undefined : cpuMs(child.pid);
+      } catch {
+        cpu = undefined;
+      }
+      return { listeningMs: round(listeningMs, 1), firstAnswerMs: round(firstAnswerMs, 1), ...(cpu === undefined ? {} : { cpuMs: cpu }) };
     } finally {
       poster.close();
     }

@@ -55,7 +55,13 @@ export interface ModeResult {
   readonly mode: 'constrained' | 'unconstrained';
   /** What the function ran under. */
   readonly limits: string;
-  readonly coldStart: { readonly medianMs: number; readonly runsMs: readonly number[]; readonly error?: string };
+  readonly coldStart: {
+    readonly medianMs: number;
+    readonly runsMs: readonly number[];
+    /** CPU time of the process up to its first answer (median): at a quota of q CPUs the start takes at least cpu / q. */
+    readonly cpuMs: number;
+    readonly error?: string;
+  };
   readonly namespaces: {
     readonly namespaces: number;
     readonly executorsPerNamespace: number;
@@ -116,18 +122,24 @@ async function runMode(
     const fresh = (k: number) => emulator.seed(appExecutors(driver!, 1, { firstId: 1 + 40 * k }));
     const variant = { name: 'bundle', entry: BUNDLE, informational: false };
     const runs: number[] = [];
+    const cpus: number[] = [];
     let coldError: string | undefined;
     for (let k = 0; k <= options.coldRuns; k++) {
       try {
         const r = await coldRun(variant, emulator, (await fresh(k))[0]!, [], {}, launch);
-        if (k > 0) runs.push(r.firstAnswerMs);
+        if (k > 0) {
+          runs.push(r.firstAnswerMs);
+          if (r.cpuMs !== undefined) cpus.push(r.cpuMs);
+        }
       } catch (error) {
         coldError = error instanceof Error ? error.message : String(error);
         failures.push(`constrained [${mode}] cold start: ${coldError}`);
         break;
       }
     }
-    log(`  ${mode}: cold start → first answer ${runs.map((x) => Math.round(x)).join(', ')} ms`);
+    log(
+      `  ${mode}: cold start → first answer ${runs.map((x) => Math.round(x)).join(', ')} ms, CPU used by then ${cpus.map((x) => Math.round(x)).join(', ')} ms`,
+    );
 
     const fn = await startFunctionProcess({
       entry: BUNDLE,
@@ -192,6 +204,7 @@ async function runMode(
         coldStart: {
           medianMs: round(median(runs), 0),
           runsMs: runs.map((x) => round(x, 0)),
+          cpuMs: round(median(cpus), 0),
           ...(coldError === undefined ? {} : { error: coldError }),
         },
         namespaces: {

@@ -64,7 +64,14 @@ async function point(options: CurveOptions, namespaces: number, perNamespace: nu
     const fn = await startFunctionProcess({
       entry: options.entry,
       kubeconfig: emulator.kubeconfig,
-      env: { ...env, WATCH_NAMESPACES: [...names, 'curve-warm'].join(','), MAX_SERVICES_PER_NAMESPACE: cap },
+      // One application per namespace: its own cap (MAX_SERVICES_PER_APPLICATION, half the namespace's
+      // by default) is raised with the namespace's, as a user running one application that large would.
+      env: {
+        ...env,
+        WATCH_NAMESPACES: [...names, 'curve-warm'].join(','),
+        MAX_SERVICES_PER_NAMESPACE: cap,
+        MAX_SERVICES_PER_APPLICATION: cap,
+      },
       logFile: join(options.resultsDir, `function-curve-${namespaces}x${perNamespace}.log`),
     });
     const agent = goTransportAgent();

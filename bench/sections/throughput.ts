@@ -210,13 +210,17 @@ export async function runFunction(options: RunOptions): Promise<VariantResult> {
  * undici Agent (so a new connection) for every request when the cluster has TLS settings; this
  * keeps the first one and sends every request through it.
  */
-export function reuseConnectionOptions(): k8s.ConfigurationOptions {
-  let pinned: ReturnType<k8s.RequestContext['getDispatcher']>;
+export function reuseConnectionOptions(
+  contentType?: string,
+  /** Share one pool between several option sets (e.g. plain requests and merge patches). */
+  pool: { dispatcher?: ReturnType<k8s.RequestContext['getDispatcher']> } = {},
+): k8s.ConfigurationOptions {
   const middleware: k8s.ObservableMiddleware = {
     pre: (context) => {
       const fresh = context.getDispatcher();
-      if (pinned === undefined) pinned = fresh;
-      else context.setDispatcher(pinned);
+      if (pool.dispatcher === undefined) pool.dispatcher = fresh;
+      else context.setDispatcher(pool.dispatcher);
+      if (contentType !== undefined) context.setHeaderParam('Content-Type', contentType);
       return new k8s.Observable(Promise.resolve(context));
     },
     post: (context) => new k8s.Observable(Promise.resolve(context)),

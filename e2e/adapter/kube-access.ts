@@ -76,16 +76,23 @@ export async function ensureNamespace(admin: ApiAccess, name: string): Promise<v
 }
 
 /**
- * A bound token of the ServiceAccount (TokenRequest, audience = the API server's default), as the
- * kubelet mints for a pod's projected volume. The ServiceAccount must exist.
+ * A bound token of the ServiceAccount (TokenRequest; no audiences = the API server's default), as the
+ * kubelet mints for a pod's projected volume, or for given audiences, as Knative's OIDC token
+ * provider asks for a source's (knative/eventing pkg/auth/token_provider.go). The ServiceAccount must exist.
  */
-export async function serviceAccountToken(admin: ApiAccess, namespace: string, name: string, expirationSeconds = 3600): Promise<string> {
+export async function serviceAccountToken(
+  admin: ApiAccess,
+  namespace: string,
+  name: string,
+  expirationSeconds = 3600,
+  audiences: readonly string[] = [],
+): Promise<string> {
   const core = kubeConfigOf(admin, 'admin').makeApiClient(k8s.CoreV1Api);
   try {
     const answer = await core.createNamespacedServiceAccountToken({
       namespace,
       name,
-      body: { spec: { audiences: [], expirationSeconds } },
+      body: { spec: { audiences: [...audiences], expirationSeconds } },
     });
     const token = answer.status?.token;
     if (token === undefined || token === '') throw new Error(`TokenRequest for ${namespace}/${name} returned no token`);

@@ -29,10 +29,14 @@ export const KUSTOMIZATIONS = {
 } as const;
 export type SourceMode = keyof typeof KUSTOMIZATIONS;
 
+/** The base with sender authentication on (Resource mode): the function trusts only the sources' OIDC identities. */
+export const SENDER_AUTH_KUSTOMIZATION = join('knative', 'overlays', 'sender-auth');
+
 /** A configured copy of knative/ and spark/; `remove()` deletes it. */
 export interface ConfiguredKustomizations {
   readonly root: string;
   readonly dirs: { readonly [mode in SourceMode]: string };
+  readonly senderAuth: string;
   remove(): void;
 }
 
@@ -46,6 +50,7 @@ export function configuredKustomizations(): ConfiguredKustomizations {
   return {
     root,
     dirs: { resource: join(root, KUSTOMIZATIONS.resource), reference: join(root, KUSTOMIZATIONS.reference) },
+    senderAuth: join(root, SENDER_AUTH_KUSTOMIZATION),
     remove: () => rmSync(root, { recursive: true, force: true }),
   };
 }
@@ -78,8 +83,18 @@ const KubeObject = z.looseObject({
 });
 export type KubeObject = z.infer<typeof KubeObject>;
 
+/** With `authentication-oidc` on: what the sources' reconcilers create, and who sends tokens for which audience. */
+const Oidc = z.object({
+  objects: z.array(KubeObject),
+  senders: z.array(
+    z.object({ kind: z.string(), name: z.string(), namespace: z.string(), serviceAccount: z.string(), audience: z.string() }),
+  ),
+});
+export type Oidc = z.infer<typeof Oidc>;
+
 const Rendered = z.object({
   objects: z.array(KubeObject),
+  oidc: Oidc.optional(),
   adapter: z.object({
     sourceName: z.string(),
     sourceNamespace: z.string(),
@@ -98,10 +113,14 @@ export type Rendered = z.infer<typeof Rendered>;
  * stands in for the address Knative Serving would give the function's Service (out of cluster it
  * has none): the only value of the env not derived from the manifests.
  */
-export async function render(renderBin: string, kustomization: string, sinkUrl: string): Promise<Rendered> {
-  const { stdout } = await run(renderBin, ['manifests', '-dir', kustomization, '-sink', sinkUrl, '-eventing-config', dirname(renderBin)], {
-    maxBuffer: 16 << 20,
-  });
+export async function render(
+  renderBin: string,
+  kustomization: string,
+  sinkUrl: string,
+  options: { oidc?: boolean } = {},
+): Promise<Rendered> {
+  const args = ['manifests', '-dir', kustomization, '-sink', sinkUrl, '-eventing-config', dirname(renderBin)];
+  const { stdout } = await run(renderBin, options.oidc === true ? [...args, '-oidc'] : args, { maxBuffer: 16 << 20 });
   const rendered = Rendered.parse(JSON.parse(stdout));
   const sink = rendered.adapter.sinkRef;
   const target = rendered.objects.find((o) => o.apiVersion === sink.apiVersion && o.kind === sink.kind && o.metadata.name === sink.name);
@@ -111,9 +130,10 @@ export async function render(renderBin: string, kustomization: string, sinkUrl: 
   return rendered;
 }
 
-/** Sends one PingSource tick per PingSource of the kustomization, as the mtping adapter would (e2e/go/render). */
-export async function sendPing(renderBin: string, kustomization: string, sinkUrl: string): Promise<void> {
-  await run(renderBin, ['ping', '-dir', kustomization, '-sink', sinkUrl], { maxBuffer: 1 << 20, timeout: 60_000 });
+/** Sends one PingSource tick per PingSource of the kustomization, as the mtping adapter would (e2e/go/render); with OIDC, with its token. */
+export async function sendPing(renderBin: string, kustomization: string, sinkUrl: string, token?: string): Promise<void> {
+  const args = ['ping', '-dir', kustomization, '-sink', sinkUrl];
+  await run(renderBin, token === undefined ? args : [...args, '-token', token], { maxBuffer: 1 << 20, timeout: 60_000 });
 }
 
 export function envRecord(env: ReadonlyArray<{ name: string; value: string }>): Record<string, string> {

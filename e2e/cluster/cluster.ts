@@ -673,7 +673,14 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
           '        fallthrough in-addr.arpa ip6.arpa',
           '        ttl 30',
           '    }',
-          '    cache 30',
+          // As kubeadm v1.34 writes it (cmd/kubeadm/app/phases/addons/dns/manifests.go; since v1.32,
+          // kubernetes#128359): the cache skips the cluster domain, whose answers the kubernetes
+          // plugin serves from its informers. Older kubeadm Corefiles cached them for the ttl (30 s),
+          // NXDOMAIN included — see docs/executor-recipe.md on the DNS wait.
+          `    cache 30 {`,
+          `        disable success ${CLUSTER_DOMAIN}`,
+          `        disable denial ${CLUSTER_DOMAIN}`,
+          '    }',
           '    loadbalance',
           '}',
           '',

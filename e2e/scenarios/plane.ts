@@ -49,8 +49,8 @@ export interface Plane {
   readonly adapter: () => RunningAdapter;
   /** The tenant: may create and delete pods in the namespace, nothing else. */
   readonly tenant: ApiAccess;
-  /** Starts the function again (after killFunction), same env, same port. */
-  restartFunction(): Promise<void>;
+  /** Starts the function again (after killFunction), same port; same env, or these overrides instead of the plane's. */
+  restartFunction(overrides?: Readonly<Record<string, string>>): Promise<void>;
   /** SIGKILL: what a crashed or evicted function pod does. */
   killFunction(): Promise<void>;
   /** SIGTERM and start again: a rollout of the adapter's Deployment. */
@@ -67,6 +67,13 @@ export interface PlaneOptions {
   readonly functionPort: number;
   /** Runs after the function is up and before the adapter starts (objects that exist before it). */
   readonly beforeAdapter?: (tenant: ApiAccess) => Promise<void>;
+  /**
+   * Knative's event-delivery authentication on (`authentication-oidc`): the sender-auth overlay
+   * (Resource mode) instead of the base, the sources' OIDC ServiceAccounts and the adapter's token
+   * Role as the reconcilers create them, the adapter's K_AUDIENCE/K_OIDC_SERVICE_ACCOUNT, and each
+   * sweep with the PingSource's token (e2e/go/render -oidc).
+   */
+  readonly senderAuth?: boolean;
 }
 
 /**
@@ -110,18 +117,20 @@ async function startPlaneSteps(
   // Rendered from a configured copy of knative/ and spark/ (IMAGE set), removed when the plane stops.
   const tree = configuredKustomizations();
   started.push(tree.remove);
-  const kustomization = tree.dirs[options.mode];
+  const senderAuth = options.senderAuth === true;
+  if (senderAuth && options.mode !== 'resource') throw new Error('the sender-auth overlay is on the base: Resource mode');
+  const kustomization = senderAuth ? tree.senderAuth : tree.dirs[options.mode];
   const fnUrl = `http://127.0.0.1:${options.functionPort}/`;
   const proxy = await startRecordingProxy(fnUrl);
   started.push(proxy.close);
-  const rendered = await render(bins.render, kustomization, proxy.url);
+  const rendered = await render(bins.render, kustomization, proxy.url, { oidc: senderAuth });
   const deployment = functionDeployment(rendered);
   if (deployment.namespace !== NS || rendered.adapter.sourceNamespace !== NS) {
     throw new Error(`the kustomization installs into ${deployment.namespace}, the scenarios expect ${NS}`);
   }
   if (cluster.createNamespace !== undefined) await cluster.createNamespace(NS);
   else await ensureNamespace(cluster.admin, NS);
-  await applyObjects(cluster.admin, rendered.objects);
+  await applyObjects(cluster.admin, [...rendered.objects, ...(rendered.oidc?.objects ?? [])]);
   // The tenant: a ServiceAccount that may only create and delete pods (the harness's, when it runs).
   if (cluster.createTenant !== undefined) await cluster.createTenant(NS, TENANT);
   else
@@ -141,14 +150,14 @@ async function startPlaneSteps(
   started.push(apiRelay.close);
   let fnRun = 0;
   let adapterRun = 0;
-  const launchFunction = (): Promise<RunningFunction> =>
+  const launchFunction = (overrides = options.functionOverrides): Promise<RunningFunction> =>
     startFunction({
       bundleDir,
       deployment,
       serviceAccount: fnSa,
       apiServer: cluster.apiServer,
       port: options.functionPort,
-      overrides: { ...SCENARIO_FUNCTION_ENV, ...options.functionOverrides },
+      overrides: { ...SCENARIO_FUNCTION_ENV, ...overrides },
       logFile: join(cluster.logDir, `function-${options.mode}-${fnRun++}.log`),
     });
   const launchAdapter = (): Promise<RunningAdapter> =>
@@ -174,8 +183,8 @@ async function startPlaneSteps(
     fn: () => fn,
     adapter: () => adapter,
     tenant,
-    restartFunction: async () => {
-      fn = await launchFunction();
+    restartFunction: async (overrides) => {
+      fn = await launchFunction(overrides);
     },
     killFunction: async () => {
       await fn.process.kill();
@@ -185,7 +194,15 @@ async function startPlaneSteps(
       adapter = await launchAdapter();
       await adapterWatching(cluster.admin, proxy);
     },
-    sweep: () => sendPing(bins.render, kustomization, proxy.url),
+    sweep: async () => {
+      // With OIDC the mtping adapter sends the PingSource's token for the sink's audience (TokenRequest, 1 h).
+      const ping = rendered.oidc?.senders.find((x) => x.kind === 'PingSource');
+      const token =
+        ping === undefined
+          ? undefined
+          : await serviceAccountToken(cluster.admin, ping.namespace, ping.serviceAccount, 3600, [ping.audience]);
+      await sendPing(bins.render, kustomization, proxy.url, token);
+    },
     stop: async () => {
       await Promise.all([adapter.process.stop(5_000), fn.process.stop(5_000)]);
       await proxy.close();
@@ -202,41 +219,39 @@ let probes = 0;
  * so does its deletion. The adapter's start log line comes before its reflector lists; a pod
  * created between the two is folded into that first list, which the adapter never sends
  * (knative/eventing pkg/adapter/apiserver: Replace sends nothing) — scenarios that create pods
- * right after the plane starts would lose their first events to that race. The probe pod is a
- * Spark "driver" without an application id (the function ignores it without an API request),
- * bound to a node no kubelet runs, and deleted at once.
+ * right after the plane starts would lose their first events to that race. The probe itself can
+ * fall into it, so a new probe is created every second until one's add arrives (30 s at most).
+ * A probe pod is a Spark "driver" without an application id (the function ignores it without an
+ * API request), bound to a node no kubelet runs; all of them are deleted at the end.
  */
 async function adapterWatching(admin: ApiAccess, proxy: RecordingProxy): Promise<void> {
-  // A probe created before the reflector's first list is folded into it and never sent (that is the
-  // race itself, seen on the spark scenario: no event in 30 s): each probe gets a few seconds, then a
-  // new one is made, for at most 60 s.
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const name = `adapter-watch-probe-${process.pid}-${probes++}`;
-    const about = (type: RegExp) => (r: RecordedRequest) =>
-      r.headers['ce-subject']?.endsWith(`/pods/${name}`) === true && type.test(r.headers['ce-type'] ?? '');
-    await createPod(admin, NS, {
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: { name, namespace: NS, labels: { 'spark-role': 'driver' } },
-      spec: {
-        nodeName: 'no-kubelet-runs-this-node',
-        automountServiceAccountToken: false,
-        containers: [{ name: 'probe', image: 'none', command: ['true'] }],
-      },
-    });
-    let added = false;
-    try {
-      await proxy.waitFor(about(/\.add$/), 5_000, `the adapter's event for its watch probe ${name}`);
-      added = true;
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-    } finally {
-      await deletePod(admin, NS, name, 0);
+  const about = (name: string, type: RegExp) => (r: RecordedRequest) =>
+    r.headers['ce-subject']?.endsWith(`/pods/${name}`) === true && type.test(r.headers['ce-type'] ?? '');
+  const created: string[] = [];
+  const deadline = Date.now() + 30_000;
+  let seen: string | undefined;
+  try {
+    while (seen === undefined) {
+      if (Date.now() > deadline) throw new Error(`the adapter sent no event for its watch probes ${created.join(', ')} within 30 s`);
+      const name = `adapter-watch-probe-${process.pid}-${probes++}`;
+      await createPod(admin, NS, {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name, namespace: NS, labels: { 'spark-role': 'driver' } },
+        spec: {
+          nodeName: 'no-kubelet-runs-this-node',
+          automountServiceAccountToken: false,
+          containers: [{ name: 'probe', image: 'none', command: ['true'] }],
+        },
+      });
+      created.push(name);
+      seen = await proxy
+        .waitFor((r) => created.some((n) => about(n, /\.add$/)(r)), 1_000, 'a watch probe’s add')
+        .then((r) => created.find((n) => about(n, /\.add$/)(r)))
+        .catch(() => undefined);
     }
-    if (added) {
-      await proxy.waitFor(about(/\.delete$/), 30_000, `the adapter's delete event for its watch probe ${name}`);
-      return;
-    }
+  } finally {
+    for (const name of created) await deletePod(admin, NS, name, 0);
   }
+  await proxy.waitFor(about(seen, /\.delete$/), 30_000, `the adapter's delete event for its watch probe ${seen}`);
 }

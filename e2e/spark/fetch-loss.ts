@@ -50,8 +50,8 @@ const HERE = fileURLToPath(new URL('.', import.meta.url));
 const PROBE = fileURLToPath(new URL('../scenarios/connect-probe.ts', import.meta.url));
 const REPO = join(HERE, '..', '..');
 export const BLOCK_MANAGER_PORT = 7079;
-/** SPARK_EXEC_SVC_WAIT_SECONDS for the executors (see sparkConf). */
-export const DNS_WAIT_BOUND_S = 45;
+/** SPARK_EXEC_SVC_WAIT_SECONDS for the executors: the recipe's default (see sparkConf). */
+export const DNS_WAIT_BOUND_S = 30;
 const DRIVER_PORT = 7078;
 const UI_PORT = 4040;
 const DRIVER_SA = 'spark-driver';
@@ -340,11 +340,11 @@ export function sparkConf(o: {
     // Start-up on 2 shared cores: the JIT's first tier only, one GC thread.
     'spark.driver.extraJavaOptions': '-XX:TieredStopAtLevel=1 -XX:+UseSerialGC',
     'spark.executor.extraJavaOptions': '-XX:TieredStopAtLevel=1 -XX:+UseSerialGC',
-    // CoreDNS as kubeadm configures it (e2e harness: `kubernetes … { ttl 30 }`, `cache 30`) caches
-    // the NXDOMAIN of an executor that looks its name up before the function has made its Service
-    // for 30 s: the recipe's default bound of 30 s then ends the wait just before the name can
-    // resolve, and the executor falls back to its pod IP (run of 2026-12-04: 1 of 4 executors).
-    // 45 s outlasts that cache; the wait each executor needed is in the report.
+    // The recipe's default DNS wait (SPARK_EXEC_SVC_WAIT_SECONDS=30): with CoreDNS as kubeadm
+    // v1.34 configures it (the harness's Corefile: no cache for the cluster domain) an executor
+    // resolves its name as soon as the function has made its Service. With an older kubeadm's
+    // Corefile (`cache 30` over `ttl 30`) its first NXDOMAIN was cached for 30 s and 1 of 4
+    // executors fell back to its pod IP (run of 2026-12-04 17:57); a fallback fails this scenario.
     'spark.executorEnv.SPARK_EXEC_SVC_WAIT_SECONDS': String(DNS_WAIT_BOUND_S),
     ...(o.variant.advertiseService ? {} : { 'spark.executorEnv.SPARK_EXEC_SVC_DISABLE': 'true' }),
     ...o.variant.conf,

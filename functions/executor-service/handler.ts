@@ -3,6 +3,7 @@ import type { Config } from '../../shared/ops/config.ts';
 import { InvalidEventError, parseFunctionEvent } from '../../shared/model/events.ts';
 import type { CloudEventLike } from '../../shared/model/events.ts';
 import type { KubeClient } from '../../shared/kube/client.ts';
+import type { Clock } from '../../shared/kube/server-clock.ts';
 import { KubeApiError } from '../../shared/kube/errors.ts';
 import { DeadlineExceededError, defaultSleep, intercept, requestMetrics, retries, skippedItems } from '../../shared/kube/middleware.ts';
 import type { Logger } from '../../shared/ops/log.ts';
@@ -21,7 +22,12 @@ export interface HandlerDeps {
   readonly log: Logger;
   readonly metrics: Metrics;
   readonly caches: ProcessCaches;
-  readonly now?: () => Date;
+  /**
+   * What every decision dates by: in the function the API server's clock (a ServerClock the
+   * client tells each answer's Date), so that a gone mark and the end of its cool-down are read on
+   * one clock whichever instance writes or judges them (issue 17, class 8).
+   */
+  readonly clock: Clock;
   readonly random?: () => number;
   readonly sleep?: (ms: number) => Promise<void>;
 }
@@ -38,7 +44,7 @@ const MAX_DELAY_MS = 2_000;
 /** One CloudEvent in, one answer out. Never throws. */
 export async function handleEvent(deps: HandlerDeps, event: CloudEventLike, subject?: string, traceparent?: string): Promise<Handled> {
   const started = performance.now();
-  const now = deps.now ?? (() => new Date());
+  const now = (): Date => deps.clock.now();
   const fields: Record<string, unknown> = {
     eventId: event.id,
     eventType: event.type,

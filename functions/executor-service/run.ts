@@ -1,6 +1,7 @@
 import * as k8s from '@kubernetes/client-node';
 import { ConfigError, loadConfig } from '../../shared/ops/config.ts';
 import { CoreV1KubeClient } from '../../shared/kube/client.ts';
+import { ServerClock } from '../../shared/kube/server-clock.ts';
 import { jsonLogger } from '../../shared/ops/log.ts';
 import { newMetrics } from '../../shared/ops/metrics.ts';
 import { newProcessCaches } from '../../shared/triggers/process-state.ts';
@@ -37,8 +38,17 @@ export async function main(): Promise<void> {
       factBudgetBytes: memory.budgetBytes,
     });
   }
+  // Decisions are dated by the API server's clock (its answers' Date), not this process's.
+  const clock = new ServerClock();
   const server = await startFunctionServer(
-    { client: new CoreV1KubeClient(kubeConfig, config.requestTimeoutMs), config, log, metrics, caches: newProcessCaches(memory.limits) },
+    {
+      client: new CoreV1KubeClient(kubeConfig, config.requestTimeoutMs, clock),
+      config,
+      log,
+      metrics,
+      caches: newProcessCaches(memory.limits),
+      clock,
+    },
     {
       port: config.port,
       ...(config.senderAuth === undefined ? {} : { tokenReviewer: new KubeTokenReviewer(kubeConfig, config.requestTimeoutMs) }),

@@ -26,6 +26,13 @@ export interface EmulatorOptions {
   port?: number;
   /** Default 127.0.0.1. */
   host?: string;
+  /**
+   * The API server's clock (default: the real one). Everything the emulator dates follows it, as
+   * a real apiserver's follow its `time.Now()`: creationTimestamp, deletionTimestamp, tokens'
+   * iat/exp and their review, and the `Date` header of every answer (Go's net/http sets it on each
+   * response, whole seconds, IMF-fixdate). Tests move it to make time pass for every client at once.
+   */
+  clock?: () => Date;
 }
 
 export interface RequestFilter {
@@ -70,10 +77,12 @@ export interface KubeEmulator {
 
 export async function startEmulator(opts: EmulatorOptions = {}): Promise<KubeEmulator> {
   const host = opts.host ?? '127.0.0.1';
-  const registry = new Registry();
-  const namespaces = new Namespaces(registry.store, new Date());
+  const clock = opts.clock ?? (() => new Date());
+  const registry = new Registry(clock);
+  const namespaces = new Namespaces(registry.store, clock);
   const faults = new Faults();
   const tokens = new TokenIssuer();
+  tokens.now = () => clock().getTime();
   const records: RequestRecord[] = [];
   const hung = new Set<ServerResponse>();
   const timers = new Set<NodeJS.Timeout>();
@@ -90,6 +99,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<KubeEmu
     hung,
     timers,
     tokens,
+    clock,
   });
 
   let server: Server | undefined;

@@ -21,10 +21,12 @@ export class Namespaces {
   private readonly explicit = new Map<string, Obj>();
   private readonly store: Store;
   private readonly started: string;
+  private readonly clock: () => Date;
 
-  constructor(store: Store, started: Date) {
+  constructor(store: Store, clock: () => Date) {
     this.store = store;
-    this.started = rfc3339(started);
+    this.clock = clock;
+    this.started = rfc3339(clock());
   }
 
   private synthesize(name: string, labels: Record<string, string> = {}, created = this.started, rv = '1'): Obj {
@@ -62,7 +64,7 @@ export class Namespaces {
     const errs = isDns1123Label(name).map((m) => fieldInvalid('metadata.name', name, m));
     if (errs.length > 0) throw invalid('Namespace', name, errs);
     if (BUILTIN.includes(name) || this.explicit.has(name) || this.store.namespacesSeen.has(name)) throw alreadyExists('namespaces', name);
-    const now = rfc3339(new Date());
+    const now = rfc3339(this.clock());
     const ns = this.synthesize(name, stringMap(getPath(body, 'metadata', 'labels')), now, String(this.store.nextRevision()));
     this.explicit.set(name, ns);
     return ns;

@@ -54,6 +54,8 @@ export interface HandlerDeps {
   readonly timers: Set<NodeJS.Timeout>;
   /** authentication.k8s.io/v1 TokenReview (tokenreview.ts). */
   readonly tokens: TokenIssuer;
+  /** The server's clock: every answer's `Date` header and the tables' ages follow it. */
+  readonly clock: () => Date;
 }
 
 const MAX_BODY_BYTES = 3 * 1024 * 1024;
@@ -193,6 +195,8 @@ export function createHandler(deps: HandlerDeps): (req: IncomingMessage, res: Se
       'Content-Length': Buffer.byteLength(payload),
       'Cache-Control': 'no-cache, private',
       'Audit-Id': randomUUID(),
+      // Go's net/http dates every answer (IMF-fixdate, whole seconds); here by the emulator's clock.
+      Date: deps.clock().toUTCString(),
       ...(reply.headers ?? {}),
     });
     res.end(payload);
@@ -467,7 +471,7 @@ export function createHandler(deps: HandlerDeps): (req: IncomingMessage, res: Se
     const meta = { resourceVersion: String((obj['metadata'] as Obj)['resourceVersion'] ?? '') };
     return {
       code: 200,
-      body: toTable(resource, [obj], meta, table, include, new Date()),
+      body: toTable(resource, [obj], meta, table, include, deps.clock()),
       contentType: `application/json;as=Table;v=${table};g=meta.k8s.io`,
     };
   }
@@ -496,7 +500,7 @@ export function createHandler(deps: HandlerDeps): (req: IncomingMessage, res: Se
     if (table !== undefined) {
       return {
         code: 200,
-        body: toTable(resource, result.items, meta, table, include, new Date()),
+        body: toTable(resource, result.items, meta, table, include, deps.clock()),
         contentType: `application/json;as=Table;v=${table};g=meta.k8s.io`,
       };
     }
@@ -531,7 +535,7 @@ export function createHandler(deps: HandlerDeps): (req: IncomingMessage, res: Se
     if (table !== undefined) {
       return {
         code: 200,
-        body: toTable('namespaces', items, meta, table, include, new Date()),
+        body: toTable('namespaces', items, meta, table, include, deps.clock()),
         contentType: `application/json;as=Table;v=${table};g=meta.k8s.io`,
       };
     }

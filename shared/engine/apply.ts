@@ -9,6 +9,7 @@ import type { Action } from '../rules/decide.ts';
 import type { ServiceOutcome } from '../rules/outcome.ts';
 import type { ReconcileContext } from './context.ts';
 import type { FactView } from './observe.ts';
+import { appCountKey } from './service-count.ts';
 
 /** 'redo' = the Service was not what the decision saw: read it and decide again; `decideAgain` = done, and the slot is to be decided once more (its name is free now). */
 export type Applied = ServiceOutcome | 'redo' | { readonly outcome: ServiceOutcome; readonly decideAgain: true };
@@ -30,8 +31,9 @@ export async function apply(ctx: ReconcileContext, view: FactView, action: Actio
       try {
         created = await ctx.client.createService(action.body);
       } finally {
-        // Its reservation ends here; a success enters the count below, in the same step.
+        // Its reservation ends here; a success enters the counts below, in the same step.
         counts.reserve(namespace, -1);
+        counts.reserve(appCountKey(namespace, action.slot.appId), -1);
       }
       if (created.outcome === 'exists') {
         view.forgetService(action.slot);
@@ -40,6 +42,7 @@ export async function apply(ctx: ReconcileContext, view: FactView, action: Actio
       const fact = serviceFact(created.service);
       if (fact !== undefined) view.rememberService(action.slot, fact);
       counts.adjust(namespace, +1);
+      counts.adjust(appCountKey(namespace, action.slot.appId), +1);
       return done(action.body.metadata.name, 'created', action.why);
     }
     case 'patch': {
@@ -63,7 +66,11 @@ export async function apply(ctx: ReconcileContext, view: FactView, action: Actio
       const result = await ctx.client.deleteService(namespace, service.name, service.uid, service.resourceVersion);
       view.forgetService(action.slot);
       if (result === 'precondition-failed') return 'redo';
-      if (result === 'deleted') counts.adjust(namespace, -1);
+      if (result === 'deleted') {
+        counts.adjust(namespace, -1);
+        counts.adjust(appCountKey(namespace, action.slot.appId), -1);
+        view.noteServiceDeleted(action.slot);
+      }
       const outcome = done(service.name, 'deleted', result === 'deleted' ? action.why : `${action.why}; already gone`);
       if (action.thenDecideAgain === true) {
         view.noteServiceAbsent(action.slot);

@@ -1,7 +1,7 @@
 import { BoundedLru, estimateBytes, stringBytes } from '../ops/bounded-lru.ts';
 import type { ServiceFact } from '../model/service-spec.ts';
 import type { PodFact } from '../model/spark-pod.ts';
-import { ServiceCounts } from './service-count.ts';
+import { type CountRead, ServiceCounts } from './service-count.ts';
 import { SingleFlight } from './single-flight.ts';
 import { SlotLocks } from './slot-locks.ts';
 
@@ -113,7 +113,7 @@ export class FactCache {
   }
 
   /** Counts of our Services under way, by namespace. */
-  get countReads(): SingleFlight<string, number> {
+  get countReads(): SingleFlight<string, CountRead> {
     return this.counts.reads;
   }
 

@@ -6,7 +6,13 @@
  * through the process's single-flight registers. It decides nothing.
  */
 import { forEachPage } from '../kube/paging.ts';
-import { SPARK_APP_ID_LABEL, SPARK_EXECUTOR_ID_LABEL, SPARK_ROLE_EXECUTOR, SPARK_ROLE_LABEL } from '../model/labels.ts';
+import {
+  EXECUTOR_GONE_AT_ANNOTATION,
+  SPARK_APP_ID_LABEL,
+  SPARK_EXECUTOR_ID_LABEL,
+  SPARK_ROLE_EXECUTOR,
+  SPARK_ROLE_LABEL,
+} from '../model/labels.ts';
 import { executorServiceName } from '../model/naming.ts';
 import { OUR_SERVICES_SELECTOR, type ServiceFact, appServicesSelector, serviceFact } from '../model/service-spec.ts';
 import { type PodFact, podFact } from '../model/spark-pod.ts';
@@ -14,6 +20,7 @@ import type { Facts, Need, SlotFacts, SlotKey } from '../rules/decide.ts';
 import { type Observation, ReadOrder, remembered, sharedReadIsFresh } from '../rules/observation.ts';
 import { LOOK_AFRESH, type Look, claimantWindowSlots, markedButHintedRunning, rememberedPodStandsIn } from '../rules/plan.ts';
 import type { ReconcileContext } from './context.ts';
+import { type CountRead, OldestMarks, appCountKey } from './service-count.ts';
 import { appCacheKey, podKey, slotCacheKey } from './memory.ts';
 import { chunks, groupByApp, inParallel, slotKey } from './batching.ts';
 import type { ReconcileRequest } from './request.ts';
@@ -35,6 +42,10 @@ export class FactView {
   private count: Observation<number> | undefined;
   /** When the count this view uses began (the process's count entry of that epoch). */
   private countEpoch: number | undefined;
+  /** Applications' counts this view uses, by app id, with their epochs. */
+  private readonly appCounts = new Map<string, { observation: Observation<number>; epoch: number | undefined }>();
+  /** Gone-marked Services the counts read for this view listed, by slot: what may give way at a cap. */
+  private readonly marked = new Map<string, { slot: SlotKey; seen: Observation<ServiceFact> }>();
   private windowOpened = false;
   /** Slots of a claimant window (beyond the requested ones) that a listed pod claims, not yet handed out. */
   private claimedWindowSlots: SlotKey[] = [];
@@ -107,8 +118,33 @@ export class FactView {
         if (owner !== undefined && owner !== 'absent' && owner.controllerPod !== undefined) this.rememberedPod(owner.controllerPod.name);
       }
     }
-    const count = this.count === undefined ? undefined : this.ctx.facts.counts.now(this.namespace, this.count, this.countEpoch);
-    return { namespace: this.namespace, pods: this.pods, slots: slotFacts, ourServiceCount: count };
+    const counts = this.ctx.facts.counts;
+    const count = this.count === undefined ? undefined : counts.now(this.namespace, this.count, this.countEpoch);
+    const appServiceCounts = new Map<string, Observation<number>>();
+    for (const [appId, c] of this.appCounts)
+      appServiceCounts.set(appId, counts.now(appCountKey(this.namespace, appId), c.observation, c.epoch));
+    return {
+      namespace: this.namespace,
+      pods: this.pods,
+      slots: slotFacts,
+      ourServiceCount: count,
+      appServiceCounts,
+      markedServices: this.markedServices(),
+    };
+  }
+
+  /** The marked Services listed, as this view knows them now (one it wrote or read since counts as it is now), oldest mark first. */
+  private markedServices(): SlotFacts[] {
+    const candidates: SlotFacts[] = [];
+    for (const [key, { slot, seen }] of this.marked) {
+      const service = this.services.get(key) ?? seen;
+      if (service.value === 'absent' || service.value.goneAt === undefined || service.value.uid !== seen.value.uid) continue;
+      candidates.push({ appId: slot.appId, execId: slot.execId, service, claimants: this.claimants.get(key) });
+      if (service.value.owner !== undefined) this.rememberedPod(service.value.owner.name);
+      if (typeof service.value.identity === 'object') this.rememberedPod(service.value.identity.executor.name);
+    }
+    const markedAt = (s: SlotFacts): number => Date.parse((s.service!.value as ServiceFact).goneAt!);
+    return candidates.sort((a, b) => markedAt(a) - markedAt(b));
   }
 
   /** Puts a remembered pod into view when the plan trusts it and no read of this request knows better. */
@@ -142,7 +178,16 @@ export class FactView {
 
   forgetService(slot: SlotKey): void {
     this.services.delete(slotKey(slot));
+    this.marked.delete(slotKey(slot));
     this.ctx.facts.services.delete(this.serviceKey(slot));
+  }
+
+  /** Our own delete of the slot's Service succeeded: the counts this view uses hold one fewer. */
+  noteServiceDeleted(slot: SlotKey): void {
+    if (this.count !== undefined) this.count = { ...this.count, value: Math.max(0, this.count.value - 1) };
+    const app = this.appCounts.get(slot.appId);
+    if (app !== undefined)
+      this.appCounts.set(slot.appId, { ...app, observation: { ...app.observation, value: Math.max(0, app.observation.value - 1) } });
   }
 
   /** Our own delete just succeeded: nothing of that name is left. */
@@ -187,6 +232,8 @@ export class FactView {
     }
     for (const name of podNames) tasks.push(() => this.getPod(name));
     if (needs.some((n) => n.kind === 'service-count')) tasks.push(() => this.countServices());
+    for (const appId of new Set(needs.flatMap((n) => (n.kind === 'app-service-count' ? [n.appId] : []))))
+      tasks.push(() => this.countAppServices(appId));
     await inParallel(tasks, CONCURRENCY, (task) => task());
   }
 
@@ -327,24 +374,47 @@ export class FactView {
    * garbage collection and other instances change the count without telling this process.
    */
   private async countServices(): Promise<void> {
+    const counted = await this.countOurs(this.namespace, OUR_SERVICES_SELECTOR, this.count === undefined);
+    this.count = counted.observation;
+    this.countEpoch = counted.epoch;
+  }
+
+  /** An application's Services of ours (MAX_SERVICES_PER_APPLICATION), remembered or counted as the namespace's are. */
+  private async countAppServices(appId: string): Promise<void> {
+    const counted = await this.countOurs(appCountKey(this.namespace, appId), appServicesSelector(appId), !this.appCounts.has(appId));
+    this.appCounts.set(appId, counted);
+  }
+
+  private async countOurs(
+    key: string,
+    selector: string,
+    mayRemember: boolean,
+  ): Promise<{ observation: Observation<number>; epoch: number | undefined }> {
     const counts = this.ctx.facts.counts;
-    const known = this.count === undefined ? counts.remembered(this.namespace, this.now()) : undefined;
-    if (known !== undefined) {
-      this.count = known.observation;
-      this.countEpoch = known.epoch;
-      return;
-    }
-    const counted = await counts.count(this.namespace, this.now(), async () => {
+    const known = mayRemember ? counts.remembered(key, this.now()) : undefined;
+    if (known !== undefined) return known;
+    const counted = await counts.count(key, this.now(), async (): Promise<CountRead> => {
       let count = 0;
+      const marks = new OldestMarks();
       await forEachPage(
-        (token) => this.ctx.client.listServices(this.namespace, OUR_SERVICES_SELECTOR, this.ctx.config.sweepPageSize, token),
+        (token) => this.ctx.client.listServices(this.namespace, selector, this.ctx.config.sweepPageSize, token),
         (items, page) => {
           count += items.length + page.skipped.length;
+          for (const item of items) {
+            // Only marked ones are kept: the rest are counted, not parsed.
+            if (item.metadata.annotations?.[EXECUTOR_GONE_AT_ANNOTATION] === undefined) continue;
+            const fact = serviceFact(item);
+            if (fact !== undefined) marks.offer(fact);
+          }
         },
       );
-      return count;
+      return { count, marked: marks.value };
     });
-    this.count = { value: counted.value, at: this.now(), fresh: true, order: this.order.next() };
-    this.countEpoch = counted.epoch;
+    const at = this.now();
+    for (const service of counted.marked) {
+      if (service.slot === undefined) continue;
+      this.marked.set(slotKey(service.slot), { slot: service.slot, seen: { value: service, at, fresh: true, order: this.order.next() } });
+    }
+    return { observation: { value: counted.value, at, fresh: true, order: this.order.next() }, epoch: counted.epoch };
   }
 }

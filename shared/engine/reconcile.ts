@@ -14,6 +14,7 @@ import type { ReconcileContext } from './context.ts';
 import { CONCURRENCY, FactView } from './observe.ts';
 import { inParallel, uniqueSlots } from './batching.ts';
 import type { ReconcileRequest } from './request.ts';
+import { appCountKey } from './service-count.ts';
 import type { SlotHolder } from './slot-locks.ts';
 
 export type { ReconcileRequest } from './request.ts';
@@ -69,14 +70,24 @@ async function reconcileHeld(ctx: ReconcileContext, request: ReconcileRequest, h
     const decision = decide(view.facts(pending), ctx.config, ctx.now().getTime());
     const redo: SlotKey[] = [];
     const again: SlotKey[] = [];
-    // Reserved before anything is awaited, so that a concurrent decision counts them; each create
-    // drops its own reservation as it settles (into the count if it succeeded), those never sent at the end.
-    const creates = decision.actions.filter((a) => a.kind === 'create').length;
-    let sent = 0;
-    ctx.facts.counts.reserve(request.namespace, creates);
+    // Reserved before anything is awaited, so that a concurrent decision counts them (in the
+    // namespace's and in each application's count); each create drops its own reservation as it
+    // settles (into the count if it succeeded), those never sent at the end.
+    const unsent = new Map<string, number>();
+    for (const action of decision.actions) {
+      if (action.kind !== 'create') continue;
+      const key = appCountKey(request.namespace, action.slot.appId);
+      unsent.set(key, (unsent.get(key) ?? 0) + 1);
+      unsent.set(request.namespace, (unsent.get(request.namespace) ?? 0) + 1);
+    }
+    for (const [key, n] of unsent) ctx.facts.counts.reserve(key, n);
     try {
       await inParallel(decision.actions, CONCURRENCY, async (action) => {
-        if (action.kind === 'create') sent++;
+        if (action.kind === 'create') {
+          const key = appCountKey(request.namespace, action.slot.appId);
+          unsent.set(key, unsent.get(key)! - 1);
+          unsent.set(request.namespace, unsent.get(request.namespace)! - 1);
+        }
         const outcome = await apply(ctx, view, action);
         if (outcome === 'redo') redo.push(action.slot);
         else if ('decideAgain' in outcome) {
@@ -85,7 +96,7 @@ async function reconcileHeld(ctx: ReconcileContext, request: ReconcileRequest, h
         } else outcomes.push(outcome);
       });
     } finally {
-      ctx.facts.counts.reserve(request.namespace, -(creates - sent));
+      for (const [key, n] of unsent) ctx.facts.counts.reserve(key, -n);
     }
     pending = uniqueSlots([...decision.waiting, ...redo, ...again]);
     if (pending.length === 0) break;

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { NamespaceName, ObjectName, Pod, Service } from '../model/k8s-objects.ts';
 import type { ServiceBody } from '../model/service-spec.ts';
 import { type CallDescription, KubeApiError, toKubeApiError } from './errors.ts';
+import type { ServerClock } from './server-clock.ts';
 
 export interface Page<T> {
   readonly items: T[];
@@ -58,10 +59,13 @@ export class CoreV1KubeClient implements KubeClient {
   private readonly timeoutMs: number;
   /** The connection pool every request goes through; see reuseConnections(). */
   private pool: { readonly dispatcher: Dispatcher; readonly since: number } | undefined;
+  /** Told the `Date` of every answer (errors too): the API server's clock (server-clock.ts). */
+  private readonly clock: ServerClock | undefined;
 
-  constructor(kubeConfig: k8s.KubeConfig, timeoutMs: number) {
+  constructor(kubeConfig: k8s.KubeConfig, timeoutMs: number, clock?: ServerClock) {
     this.api = kubeConfig.makeApiClient(k8s.CoreV1Api);
     this.timeoutMs = timeoutMs;
+    this.clock = clock;
   }
 
   async readPod(namespace: string, name: string): Promise<Pod | undefined> {
@@ -162,14 +166,19 @@ export class CoreV1KubeClient implements KubeClient {
   /** Per-request options: an abort timeout, and the patch content type when patching. */
   private options(contentType?: string): k8s.ConfigurationOptions {
     const timeoutMs = this.timeoutMs;
+    let answered: ((date: string | undefined) => void) | undefined;
     const middleware: k8s.ObservableMiddleware = {
       pre: (context) => {
+        answered = this.clock?.exchange();
         context.setSignal(AbortSignal.timeout(timeoutMs));
         if (contentType !== undefined) context.setHeaderParam('Content-Type', contentType);
         this.reuseConnections(context);
         return new k8s.Observable(Promise.resolve(context));
       },
-      post: (context) => new k8s.Observable(Promise.resolve(context)),
+      post: (context) => {
+        answered?.(context.headers['date']);
+        return new k8s.Observable(Promise.resolve(context));
+      },
     };
     return { middleware: [middleware], middlewareMergeStrategy: 'append' };
   }

@@ -33,6 +33,7 @@ const EnvSchema = z.object({
   SWEEP_PAGE_SIZE: intFromEnv(1, 5_000).default(500),
   MAX_SERVICES_PER_NAMESPACE: intFromEnv(1, 1_000_000).default(2_000),
   MAX_SERVICES_RECOUNT_MARGIN: intFromEnv(0, 1_000_000).default(200),
+  MAX_SERVICES_PER_APPLICATION: intFromEnv(1, 1_000_000).optional(),
   // The HTTP edge (request bounds, sweep coalescing, sender authentication): shared/edge-config.ts.
   ...EDGE_ENV,
 });
@@ -77,12 +78,22 @@ export interface Config extends EdgeConfig {
    * within this many of the cap counts afresh first (issue 17, class 5).
    */
   readonly maxServicesRecountMargin: number;
+  /**
+   * Creates for one application (spark-app-selector) stop once it holds this many Services of
+   * ours, so that one application cannot take the whole namespace (issue 17, class 3); default
+   * half of maxServicesPerNamespace.
+   */
+  readonly maxServicesPerApplication: number;
   /** How old a remembered "this pod runs" may be to justify creating a Service (never anything that hurts). */
   readonly factTtlMs: number;
 }
 
 /** A scale-up's adds arrive within seconds; one read of its driver and of each batch of executors serves them all. */
 export const FACT_TTL_MS = 10_000;
+
+/** MAX_SERVICES_PER_APPLICATION when unset: half the namespace's cap (one application never fills it). */
+export const defaultServicesPerApplication = (maxServicesPerNamespace: number): number =>
+  Math.max(1, Math.floor(maxServicesPerNamespace / 2));
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
@@ -128,6 +139,7 @@ export function loadConfig(
     sweepPageSize: e.SWEEP_PAGE_SIZE,
     maxServicesPerNamespace: e.MAX_SERVICES_PER_NAMESPACE,
     maxServicesRecountMargin: e.MAX_SERVICES_RECOUNT_MARGIN,
+    maxServicesPerApplication: e.MAX_SERVICES_PER_APPLICATION ?? defaultServicesPerApplication(e.MAX_SERVICES_PER_NAMESPACE),
     factTtlMs: FACT_TTL_MS,
     ...edge.config,
   };

@@ -19,6 +19,7 @@ const RULES: Rules = {
   cooldownSeconds: 300,
   maxServicesPerNamespace: 100,
   maxServicesRecountMargin: 10,
+  maxServicesPerApplication: 100,
   factTtlMs: 10_000,
 };
 const DRIVER = { name: 'pi-driver', uid: 'driver-uid' };
@@ -684,5 +685,181 @@ describe('every destructive action is justified by fresh facts', () => {
       }
     }
     expect(checked).toBe(5 * 4 * 4 * 2);
+  });
+});
+
+/**
+ * Issue 17, classes 3 and 4: caps that cannot be turned against users. One application holds at
+ * most MAX_SERVICES_PER_APPLICATION Services; a create refused at a cap takes the place of a
+ * gone-marked Service whose executor a read made for this decision finds gone — never of a live
+ * executor's. Here: exec 1 runs and wants its Service; exec 9's (and exec 8's) Service is marked.
+ */
+describe('caps: dead executors’ Services give way, one application cannot take the namespace', () => {
+  const DEAD = { name: 'pi-exec-9', uid: 'exec-uid-9' };
+  const DEAD2 = { name: 'pi-exec-8', uid: 'exec-uid-8' };
+  /** Listed by the count that found the cap (order 5: after the executor's own reads, before the candidates' reads at 10). */
+  const marked = (who: { name: string; uid: string }, exec: string, goneAt: string, app = APP): SlotFacts => ({
+    appId: app,
+    execId: exec,
+    service: fresh(svc({ exec, app, executor: who, goneAt }), 5),
+    claimants: undefined,
+  });
+  interface CapWorld {
+    count: Observation<number>;
+    appCount?: Observation<number>;
+    candidates?: SlotFacts[];
+    pods?: Array<Observation<PodFact | 'absent'> & { name?: string }>;
+    rules?: Partial<Rules>;
+  }
+  const live: Array<Observation<PodFact | 'absent'> & { name?: string }> = [fresh(runningExecutor()), fresh(optedInDriver())];
+  function decideCap(w: CapWorld) {
+    const pods = new Map<string, Observation<PodFact | 'absent'>>();
+    for (const p of [...live, ...(w.pods ?? [])]) pods.set(p.value === 'absent' ? p.name! : p.value.name, p);
+    const slot: SlotFacts = { appId: APP, execId: '1', service: fresh('absent', 1), claimants: fresh([EXEC.name]) };
+    const facts: Facts = {
+      namespace: NS,
+      pods,
+      slots: [slot],
+      ourServiceCount: w.count,
+      appServiceCounts: new Map(w.appCount === undefined ? [] : [[APP, w.appCount]]),
+      markedServices: w.candidates,
+    };
+    return decide(facts, { ...RULES, ...w.rules }, NOW);
+  }
+  const summary = (w: CapWorld): string => {
+    const d = decideCap(w);
+    const acts = d.actions.map((a) =>
+      a.kind === 'report'
+        ? a.outcome
+        : a.kind === 'patch'
+          ? `${a.outcome} ${a.service.name}`
+          : `${a.kind} ${a.kind === 'create' ? a.slot.execId : a.service.name}`,
+    );
+    const needs = d.needs.map((n) => (n.kind === 'pod' ? `pod:${n.name}` : n.kind === 'claimants' ? `claimants:${n.slot.execId}` : n.kind));
+    return [...acts, ...needs.map((n) => `need ${n}`), ...d.waiting.map((s) => `waits ${s.execId}`)].join(', ');
+  };
+  const gone9 = [{ ...absentPod(DEAD.name) }];
+  const listed9 = { ...marked(DEAD, '9', '2026-12-03T11:00:00Z'), claimants: fresh([] as string[]) };
+  it.each<[string, CapWorld, string]>([
+    ['namespace at the cap, no marked Service listed → skipped', { count: fresh(100), candidates: [] }, 'skipped'],
+    [
+      'at the cap, a marked Service whose executor is read gone and whose slot lists no pod → it is deleted, the create waits for the room',
+      { count: fresh(100), candidates: [listed9], pods: gone9 },
+      `delete svc-${APP}-exec-9, waits 1`,
+    ],
+    [
+      '… with COOLDOWN_SECONDS=0 (kept until the driver goes) too',
+      { count: fresh(100), candidates: [listed9], pods: gone9, rules: { cooldownSeconds: 0 } },
+      `delete svc-${APP}-exec-9, waits 1`,
+    ],
+    [
+      'the marked Service’s executor not read for this decision → its driver, executor and slot are read, the create waits',
+      { count: fresh(100), candidates: [marked(DEAD, '9', '2026-12-03T11:00:00Z')] },
+      `need claimants:9, need pod:${DEAD.name}, waits 1`,
+    ],
+    [
+      '“gone” read before the Service was listed proves nothing → read again',
+      {
+        count: fresh(100),
+        candidates: [marked(DEAD, '9', '2026-12-03T11:00:00Z')],
+        pods: [{ ...fresh('absent' as const, 2), name: DEAD.name }],
+      },
+      `need claimants:9, need pod:${DEAD.name}, waits 1`,
+    ],
+    [
+      'a wrong mark: its executor runs (read now) → never deleted; the mark is taken off, the create is skipped',
+      { count: fresh(100), candidates: [listed9], pods: [fresh(runningExecutor({ ...DEAD, exec: '9' }))] },
+      `unmarked svc-${APP}-exec-9, skipped`,
+    ],
+    [
+      'executor gone, but a running pod of the same driver carries its labels → kept (unmarked), skipped',
+      {
+        count: fresh(100),
+        candidates: [{ ...listed9, claimants: fresh(['copy-9']) }],
+        pods: [...gone9, fresh(runningExecutor({ name: 'copy-9', uid: 'copy-uid', exec: '9' }))],
+      },
+      `unmarked svc-${APP}-exec-9, skipped`,
+    ],
+    [
+      'oldest mark first',
+      {
+        count: fresh(100),
+        candidates: [listed9, { ...marked(DEAD2, '8', '2026-12-03T10:00:00Z'), claimants: fresh([] as string[]) }].sort((a, b) =>
+          String((a.service!.value as ServiceFact).goneAt).localeCompare(String((b.service!.value as ServiceFact).goneAt)),
+        ),
+        pods: [...gone9, absentPod(DEAD2.name)],
+      },
+      `delete svc-${APP}-exec-8, waits 1`,
+    ],
+    // MAX_SERVICES_PER_APPLICATION 10, margin 2 (cap 100).
+    [
+      'namespace holds 7: this application cannot hold 10 → created without counting it',
+      { count: fresh(7), rules: { maxServicesPerApplication: 10, maxServicesRecountMargin: 2 } },
+      'create 1',
+    ],
+    [
+      'namespace holds 8 → count the application',
+      { count: fresh(8), rules: { maxServicesPerApplication: 10, maxServicesRecountMargin: 2 } },
+      'need app-service-count, waits 1',
+    ],
+    [
+      'application remembered at 8 of 10, margin 2 → count it afresh',
+      { count: fresh(50), appCount: remembered(8), rules: { maxServicesPerApplication: 10, maxServicesRecountMargin: 2 } },
+      'need app-service-count, waits 1',
+    ],
+    [
+      'application remembered at 7 → created',
+      { count: fresh(50), appCount: remembered(7), rules: { maxServicesPerApplication: 10, maxServicesRecountMargin: 2 } },
+      'create 1',
+    ],
+    [
+      'application counted now at its cap, another application’s marked Service listed → not taken: skipped, naming the application’s cap',
+      {
+        count: fresh(50),
+        appCount: fresh(10),
+        candidates: [{ ...marked(DEAD, '9', '2026-12-03T11:00:00Z', 'spark-other'), claimants: fresh([] as string[]) }],
+        pods: gone9,
+        rules: { maxServicesPerApplication: 10, maxServicesRecountMargin: 2 },
+      },
+      'skipped',
+    ],
+    [
+      'application at its cap, one of its own marked Services gone → it gives way',
+      {
+        count: fresh(50),
+        appCount: fresh(10),
+        candidates: [listed9],
+        pods: gone9,
+        rules: { maxServicesPerApplication: 10, maxServicesRecountMargin: 2 },
+      },
+      `delete svc-${APP}-exec-9, waits 1`,
+    ],
+  ])('%s', (_name, world, expected) => {
+    expect(summary(world)).toBe(expected);
+  });
+
+  it('the reason names the cap that refused it', () => {
+    const [report] = decideCap({ count: fresh(50), appCount: fresh(10), rules: { maxServicesPerApplication: 10 } }).actions;
+    expect(report).toMatchObject({ kind: 'report', outcome: 'skipped' });
+    expect(report?.kind === 'report' && report.why).toMatch(/holds 10 Services of ours, its cap is 10 \(MAX_SERVICES_PER_APPLICATION\)/);
+  });
+
+  it('creates decided together count toward the application’s cap: 8 of 10 held, 3 executors waiting → 2 created, 1 skipped', () => {
+    const execs = ['1', '2', '3'].map((id) => runningExecutor({ name: `pi-exec-${id}`, uid: `exec-uid-${id}`, exec: id }));
+    const pods = new Map<string, Observation<PodFact | 'absent'>>([
+      [DRIVER.name, fresh(optedInDriver())],
+      ...execs.map((e): [string, Observation<PodFact>] => [e.name, fresh(e)]),
+    ]);
+    const slots: SlotFacts[] = execs.map((e) => ({
+      appId: APP,
+      execId: e.execId!,
+      service: fresh('absent' as const, 1),
+      claimants: fresh([e.name]),
+    }));
+    const facts: Facts = { namespace: NS, pods, slots, ourServiceCount: fresh(20), appServiceCounts: new Map([[APP, fresh(8)]]) };
+    const kinds = decide(facts, { ...RULES, maxServicesPerApplication: 10, maxServicesRecountMargin: 2 }, NOW).actions.map((a) =>
+      a.kind === 'report' ? a.outcome : a.kind,
+    );
+    expect(kinds).toEqual(['create', 'create', 'skipped']);
   });
 });

@@ -55,9 +55,32 @@ export interface Facts {
   readonly slots: readonly SlotFacts[];
   /** How many of our Services the namespace holds (for the cap); undefined = not counted. */
   readonly ourServiceCount: Observation<number> | undefined;
+  /** How many of our Services each application holds (MAX_SERVICES_PER_APPLICATION), by app id; an app not in it is not counted. */
+  readonly appServiceCounts?: ReadonlyMap<string, Observation<number>>;
+  /**
+   * Our gone-marked Services that a count read for this decision listed (oldest mark first), as
+   * their slots with what is known of them: the ones that may give way to a live executor at a
+   * cap (issue 17, class 4). Undefined or empty: none listed.
+   */
+  readonly markedServices?: readonly SlotFacts[];
 }
 
-export type Rules = Pick<Config, 'optInMode' | 'cooldownSeconds' | 'maxServicesPerNamespace' | 'maxServicesRecountMargin' | 'factTtlMs'>;
+/**
+ * `now`, a fact's `at` and a gone mark are times on the API server's clock (shared/kube/
+ * server-clock.ts), the one clock every instance shares (issue 17, class 8), read from its answers'
+ * whole-second `Date`: a mark is written in whole seconds, and a time one instance read and one
+ * another wrote may be up to about two seconds apart when they happened at once (each lags the
+ * server by less than a second plus latency; the mark is truncated).
+ */
+const MARK_PRECISION_MS = 1_000;
+const SHARED_CLOCK_UNCERTAINTY_MS = 2_500;
+
+const markValue = (now: number): string => new Date(Math.floor(now / MARK_PRECISION_MS) * MARK_PRECISION_MS).toISOString();
+
+export type Rules = Pick<
+  Config,
+  'optInMode' | 'cooldownSeconds' | 'maxServicesPerNamespace' | 'maxServicesRecountMargin' | 'maxServicesPerApplication' | 'factTtlMs'
+>;
 
 export type Action =
   | {
@@ -92,7 +115,8 @@ export type Need =
   | { readonly kind: 'service'; readonly slot: SlotKey }
   | { readonly kind: 'claimants'; readonly slot: SlotKey }
   | { readonly kind: 'pod'; readonly name: string }
-  | { readonly kind: 'service-count' };
+  | { readonly kind: 'service-count' }
+  | { readonly kind: 'app-service-count'; readonly appId: string };
 
 export interface Decision {
   readonly actions: readonly Action[];
@@ -105,22 +129,182 @@ export function decide(facts: Facts, rules: Rules, now: number): Decision {
   const actions: Action[] = [];
   const needs: Need[] = [];
   const waiting: SlotKey[] = [];
-  // Creates decided together count toward the namespace's cap, as if each had been made already.
+  const blocked: Blocked[] = [];
+  // Creates decided together count toward the caps, as if each had been made already.
   let created = 0;
+  const createdByApp = new Map<string, number>();
   for (const slot of facts.slots) {
-    const counted =
-      facts.ourServiceCount === undefined ? undefined : { ...facts.ourServiceCount, value: facts.ourServiceCount.value + created };
-    const decided = decideSlot({ ...facts, ourServiceCount: counted }, slot, rules, now);
-    if ('actions' in decided) created += decided.actions.filter((a) => a.kind === 'create').length;
+    const decided = decideSlot(withCreates(facts, created, createdByApp), slot, rules, now);
+    if ('blocked' in decided) {
+      blocked.push(decided.blocked);
+      continue;
+    }
+    if ('actions' in decided) {
+      for (const action of decided.actions) {
+        if (action.kind !== 'create') continue;
+        created++;
+        createdByApp.set(action.slot.appId, (createdByApp.get(action.slot.appId) ?? 0) + 1);
+      }
+    }
     if ('needs' in decided) {
       needs.push(...decided.needs);
       waiting.push({ appId: slot.appId, execId: slot.execId });
     } else actions.push(...decided.actions);
   }
-  return { actions, needs: dedupe(needs), waiting };
+  const room = giveWay(facts, blocked, rules, now);
+  return { actions: [...actions, ...room.actions], needs: dedupe([...needs, ...room.needs]), waiting: [...waiting, ...room.waiting] };
 }
 
-type SlotDecision = { readonly actions: readonly Action[] } | { readonly needs: readonly Need[] };
+/** The counts as a slot decided after `created` others must see them. */
+function withCreates(facts: Facts, created: number, createdByApp: ReadonlyMap<string, number>): Facts {
+  if (created === 0) return facts;
+  const ns = facts.ourServiceCount;
+  const apps = new Map(facts.appServiceCounts ?? []);
+  for (const [appId, n] of createdByApp) {
+    const counted = apps.get(appId);
+    if (counted !== undefined) apps.set(appId, { ...counted, value: counted.value + n });
+  }
+  return { ...facts, ourServiceCount: ns === undefined ? undefined : { ...ns, value: ns.value + created }, appServiceCounts: apps };
+}
+
+/** A create refused at a cap, before anything was looked at to give way. */
+interface Blocked {
+  readonly slot: SlotKey;
+  readonly executor: string;
+  readonly why: string;
+  /** Set when the application's own cap refused it: only that application's Services may give way. */
+  readonly appOnly: string | undefined;
+}
+
+/** How a slot is decided: as itself, or as a gone-marked Service asked to give way to `roomFor`. */
+interface SlotMode {
+  readonly roomFor?: string;
+}
+
+type SlotDecision = { readonly actions: readonly Action[] } | { readonly needs: readonly Need[] } | { readonly blocked: Blocked };
+
+/**
+ * Is there room for one more Service of `appId`? A cap refuses only on a count read for this
+ * decision; a remembered one may only let a create through, and one within the margin of a cap
+ * is read again (other instances' creates, garbage collection: issue 17, class 5).
+ */
+function room(facts: Facts, appId: string, rules: Rules): { needs: Need[] } | { full: string; appOnly: boolean } | 'room' {
+  const ns = facts.ourServiceCount;
+  const cap = rules.maxServicesPerNamespace;
+  const margin = rules.maxServicesRecountMargin;
+  if (ns === undefined) return { needs: [{ kind: 'service-count' }] };
+  if (!ns.fresh && ns.value + 1 > cap - margin) return { needs: [{ kind: 'service-count' }] };
+  if (ns.value >= cap) {
+    return {
+      full: `namespace ${facts.namespace} holds ${ns.value} Services of ours, the cap is ${cap} (MAX_SERVICES_PER_NAMESPACE)`,
+      appOnly: false,
+    };
+  }
+  // An application holds no more Services than its namespace: well below its cap, it is not counted.
+  const appCap = rules.maxServicesPerApplication;
+  if (appCap >= cap || ns.value + 1 <= appCap - margin) return 'room';
+  const app = facts.appServiceCounts?.get(appId);
+  if (app === undefined || (!app.fresh && app.value + 1 > appCap - margin)) return { needs: [{ kind: 'app-service-count', appId }] };
+  if (app.value >= appCap) {
+    return {
+      full: `application ${appId} holds ${app.value} Services of ours, its cap is ${appCap} (MAX_SERVICES_PER_APPLICATION)`,
+      appOnly: true,
+    };
+  }
+  return 'room';
+}
+
+/**
+ * Dead executors' Services give way first (issue 17, class 4): a create refused at a cap may take
+ * the place of a gone-marked Service whose recorded executor a read made for this decision finds
+ * gone, with no running pod of the same driver carrying its labels — the rule that ends a
+ * cool-down, without waiting for its end (COOLDOWN_SECONDS=0 included). A live executor's Service
+ * never gives way: its executor and its slot's pods are read afresh, and a wrong mark found so is
+ * taken off. Oldest marks first (the longest past DNS caches); at an application's own cap, only
+ * that application's. The refused slot waits for the delete, then is decided again.
+ */
+function giveWay(
+  facts: Facts,
+  blocked: readonly Blocked[],
+  rules: Rules,
+  now: number,
+): { actions: Action[]; needs: Need[]; waiting: SlotKey[] } {
+  const out: { actions: Action[]; needs: Need[]; waiting: SlotKey[] } = { actions: [], needs: [], waiting: [] };
+  const slotId = (s: SlotKey): string => `${s.appId}/${s.execId}`;
+  const taken = new Set(facts.slots.map(slotId));
+  const judge = (candidate: SlotFacts, roomFor: string): 'reads' | 'gives-way' | 'stays' => {
+    const decided = decideSlot(facts, candidate, rules, now, { roomFor });
+    if ('needs' in decided) {
+      out.needs.push(...decided.needs, ...readsToGiveWay(facts, candidate));
+      return 'reads';
+    }
+    if (!('actions' in decided)) return 'stays';
+    // A wrong mark (its executor runs) is taken off; it makes no room.
+    out.actions.push(...decided.actions.filter((a) => a.kind === 'patch' && a.outcome === 'unmarked'));
+    const deletes = decided.actions.filter((a) => a.kind === 'delete');
+    out.actions.push(...deletes);
+    return deletes.length > 0 ? 'gives-way' : 'stays';
+  };
+  let reading = 0;
+  // One candidate per refused create: the first (oldest mark) that gives way, or whose reads may show it does.
+  for (const b of blocked) {
+    let looked = 0;
+    let found = false;
+    for (const candidate of facts.markedServices ?? []) {
+      const id = slotId(candidate);
+      if (taken.has(id) || (b.appOnly !== undefined && candidate.appId !== b.appOnly)) continue;
+      taken.add(id);
+      looked++;
+      const verdict = judge(candidate, b.executor);
+      if (verdict === 'stays') continue;
+      if (verdict === 'reads') reading++;
+      found = true;
+      break;
+    }
+    if (found) out.waiting.push(b.slot);
+    else {
+      const why = looked > 0 ? `${b.why}; none of the ${looked} gone-marked Service(s) looked at could give way` : b.why;
+      out.actions.push({
+        kind: 'report',
+        slot: b.slot,
+        service: executorServiceName(b.slot.appId, b.slot.execId),
+        outcome: 'skipped',
+        why,
+      });
+    }
+  }
+  // Read a few more ahead, so that one that turns out to stay does not cost a round of its own.
+  if (reading > 0) {
+    let ahead = 0;
+    for (const candidate of facts.markedServices ?? []) {
+      if (ahead >= READ_AHEAD * reading) break;
+      const id = slotId(candidate);
+      if (taken.has(id)) continue;
+      const decided = decideSlot(facts, candidate, rules, now, { roomFor: '(read ahead)' });
+      if (!('needs' in decided)) continue;
+      out.needs.push(...decided.needs, ...readsToGiveWay(facts, candidate));
+      ahead++;
+    }
+  }
+  return out;
+}
+
+/** Gone-marked Services read ahead per one being read for a refused create. */
+const READ_AHEAD = 2;
+
+/**
+ * What deciding whether a marked Service may give way reads, asked for at once rather than one
+ * round each: its driver, its executor and its slot's pods, unless read after the Service was.
+ */
+function readsToGiveWay(facts: Facts, candidate: SlotFacts): Need[] {
+  const seen = candidate.service;
+  if (seen === undefined || seen.value === 'absent') return [];
+  const service = seen.value;
+  const needs: Need[] = readAfter(candidate.claimants, seen.order) ? [] : [{ kind: 'claimants', slot: candidate }];
+  const names = [service.owner?.name, typeof service.identity === 'object' ? service.identity.executor.name : undefined];
+  for (const name of names) if (name !== undefined && !readAfter(facts.pods.get(name), seen.order)) needs.push({ kind: 'pod', name });
+  return needs;
+}
 
 type GoneHow = 'absent' | 'replaced' | 'terminal' | 'unlabelled';
 
@@ -235,7 +419,7 @@ function eligibility(facts: Facts, claimant: Claimant, rules: Rules, now: number
   return { eligible: true, identity, port: pod.port.port };
 }
 
-function decideSlot(facts: Facts, slot: SlotFacts, rules: Rules, now: number): SlotDecision {
+function decideSlot(facts: Facts, slot: SlotFacts, rules: Rules, now: number, mode: SlotMode = {}): SlotDecision {
   const name = executorServiceName(slot.appId, slot.execId);
   const report = (outcome: ReportOutcome, why: string): SlotDecision => ({
     actions: [{ kind: 'report', slot, service: name, outcome, why }],
@@ -278,17 +462,14 @@ function decideSlot(facts: Facts, slot: SlotFacts, rules: Rules, now: number): S
       );
     }
     const { identity, port } = eligible[0]!;
-    if (facts.ourServiceCount === undefined) return { needs: [{ kind: 'service-count' }] };
     // A remembered count misses other instances' creates (issue 17, class 5: two instances made 19
-    // Services under a cap of 10): a create that would bring it within the margin of the cap counts afresh.
-    if (!facts.ourServiceCount.fresh && facts.ourServiceCount.value + 1 > rules.maxServicesPerNamespace - rules.maxServicesRecountMargin) {
-      return { needs: [{ kind: 'service-count' }] };
-    }
-    if (facts.ourServiceCount.value >= rules.maxServicesPerNamespace) {
-      return report(
-        'skipped',
-        `namespace ${facts.namespace} holds ${facts.ourServiceCount.value} Services of ours, the cap is ${rules.maxServicesPerNamespace} (MAX_SERVICES_PER_NAMESPACE)`,
-      );
+    // Services under a cap of 10): a create that would bring it within the margin of a cap counts afresh.
+    const space = room(facts, identity.appId, rules);
+    if (space !== 'room') {
+      if ('needs' in space) return { needs: space.needs };
+      return {
+        blocked: { slot, executor: identity.executor.name, why: space.full, appOnly: space.appOnly ? identity.appId : undefined },
+      };
     }
     const body = desiredExecutorService(facts.namespace, identity, port);
     return { actions: [{ kind: 'create', slot, body, identity, why: `executor ${identity.executor.name} runs; port ${port}` }] };
@@ -323,8 +504,12 @@ function decideSlot(facts: Facts, slot: SlotFacts, rules: Rules, now: number): S
   // A mark is only ever written on a fresh read that found its executor gone, and a pod UID never
   // comes back: while the cool-down runs, only evidence read now can overrule it (a copy of the
   // executor carrying its labels, seen by the sweep). Without any, the mark stands, unread.
+  // Asked to give way to a live executor at a cap, a marked Service is decided as if its cool-down were over.
   const coolingDown =
-    markedAt !== undefined && !Number.isNaN(markedAt) && (rules.cooldownSeconds === 0 || now < markedAt + rules.cooldownSeconds * 1000);
+    mode.roomFor === undefined &&
+    markedAt !== undefined &&
+    !Number.isNaN(markedAt) &&
+    (rules.cooldownSeconds === 0 || now < markedAt + rules.cooldownSeconds * 1000);
   if (coolingDown && facts.pods.get(identity.executor.name)?.fresh !== true && slot.claimants?.fresh !== true) {
     return report('verified', 'executor gone; cool-down running');
   }
@@ -334,9 +519,9 @@ function decideSlot(facts: Facts, slot: SlotFacts, rules: Rules, now: number): S
 
   if (recorded.state === 'alive') {
     // Evidence older than the mark cannot overrule it: the mark was put on a fresh read. Only a
-    // read begun after this Service was read, or one begun after the mark was written, can.
+    // read begun after this Service was read, or one begun surely after the mark was written, can.
     const readAfterService = readAfter(recorded, after);
-    const markStands = markedAt !== undefined && !readAfterService && !(recorded.at > markedAt);
+    const markStands = markedAt !== undefined && !readAfterService && !(recorded.at > markedAt + SHARED_CLOCK_UNCERTAINTY_MS);
     if (markStands) return { needs: [{ kind: 'pod', name: identity.executor.name }] };
     return upkeep(facts, slot, service, identity, recorded);
   }
@@ -376,7 +561,7 @@ function decideSlot(facts: Facts, slot: SlotFacts, rules: Rules, now: number): S
           kind: 'patch',
           slot,
           service,
-          patch: { metadata: { annotations: { [EXECUTOR_GONE_AT_ANNOTATION]: new Date(now).toISOString() } } },
+          patch: { metadata: { annotations: { [EXECUTOR_GONE_AT_ANNOTATION]: markValue(now) } } },
           outcome: 'marked-gone',
           why: `executor ${identity.executor.name} is gone (${GONE_WORDS[recorded.how]}); cool-down started`,
         },
@@ -385,6 +570,10 @@ function decideSlot(facts: Facts, slot: SlotFacts, rules: Rules, now: number): S
   }
   if (rules.cooldownSeconds > 0 && now >= markedAt + rules.cooldownSeconds * 1000) {
     return { actions: [{ kind: 'delete', slot, service, why: `cool-down of ${rules.cooldownSeconds} s over` }] };
+  }
+  if (mode.roomFor !== undefined) {
+    const why = `executor ${identity.executor.name} is gone (${GONE_WORDS[recorded.how]}): its Service gives way to live executor ${mode.roomFor} at the cap`;
+    return { actions: [{ kind: 'delete', slot, service, why }] };
   }
   return report(
     'verified',
@@ -517,7 +706,9 @@ function dedupe(needs: Need[]): Need[] {
         ? `pod/${need.name}`
         : need.kind === 'service-count'
           ? 'count'
-          : `${need.kind}/${need.slot.appId}/${need.slot.execId}`;
+          : need.kind === 'app-service-count'
+            ? `count/${need.appId}`
+            : `${need.kind}/${need.slot.appId}/${need.slot.execId}`;
     if (seen.has(key)) return false;
     seen.add(key);
     return true;

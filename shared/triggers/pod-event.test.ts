@@ -144,6 +144,7 @@ const CONFIG = {
   sweepPageSize: 500,
   maxServicesPerNamespace: 2000,
   maxServicesRecountMargin: 200,
+  maxServicesPerApplication: 1000,
   factTtlMs: 10_000,
 } as unknown as Config;
 

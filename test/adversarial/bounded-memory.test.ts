@@ -20,6 +20,7 @@ import { type EmulatorProcess, cpuMs, ownCpuMs, startEmulatorProcess } from '../
 import { type FunctionServer, startFunctionServer } from '../../functions/executor-service/server.ts';
 import { type Config, loadConfig } from '../../shared/ops/config.ts';
 import { CoreV1KubeClient } from '../../shared/kube/client.ts';
+import { ServerClock } from '../../shared/kube/server-clock.ts';
 import { jsonLogger } from '../../shared/ops/log.ts';
 import { type Metrics, newMetrics } from '../../shared/ops/metrics.ts';
 import { newProcessCaches, type ProcessCaches } from '../../shared/triggers/process-state.ts';
@@ -203,9 +204,11 @@ beforeAll(async () => {
   );
   caches = newProcessCaches(LIMITS);
   metrics = newMetrics();
+  const clock = new ServerClock();
   fn = await startFunctionServer(
     {
-      client: new CoreV1KubeClient(buildKubeConfig(emulator.url), config.requestTimeoutMs),
+      client: new CoreV1KubeClient(buildKubeConfig(emulator.url), config.requestTimeoutMs, clock),
+      clock,
       config,
       log: jsonLogger('error', () => {
         errorLines++;

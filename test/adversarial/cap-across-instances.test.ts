@@ -16,8 +16,8 @@ useAudit();
 describe('issue 17, class 5: the cap holds across instances sharing one API server', () => {
   it('cap 10: instance B counted early, instance A fills the namespace, B’s next add does not pass the cap', async () => {
     const CAP = '10';
-    const h = await audited({ MAX_SERVICES_PER_NAMESPACE: CAP });
-    const other = await instanceWithCaches(h.emulator, { MAX_SERVICES_PER_NAMESPACE: CAP });
+    const h = await audited({ MAX_SERVICES_PER_NAMESPACE: CAP, MAX_SERVICES_PER_APPLICATION: CAP });
+    const other = await instanceWithCaches(h.emulator, { MAX_SERVICES_PER_NAMESPACE: CAP, MAX_SERVICES_PER_APPLICATION: CAP });
     try {
       const b = app(h, sparkAppId(5201));
       const b1 = b.exec(1);

@@ -9,13 +9,17 @@ import { GONE_AT, type Obj as SvcObj } from '../../testkit/oracle.ts';
 import { sparkAppId } from '../../testkit/spark-pods.ts';
 import { NS, useAudit } from '../support/audited.ts';
 import { current, scene, victimApp } from './support/tenant-scene.ts';
+import { passingTime } from '../../testkit/harness.ts';
 
 useAudit();
 
 describe('graceful deletion: a terminating executor still runs', () => {
   it('deletionTimestamp set: unmarked, even past the cool-down and through sweeps; marked once Failed', async () => {
     let now = Date.parse('2030-01-01T00:00:00Z');
-    const s = await scene({ COOLDOWN_SECONDS: '5' }, { now: () => new Date(now) });
+    const s = await scene(
+      { COOLDOWN_SECONDS: '5' },
+      passingTime(() => new Date(now)),
+    );
     const v = await victimApp(s, { appId: sparkAppId(801), driverName: 'victim-driver', execIds: ['1'] });
     const e2 = await v.addExecutor('2', { hold: true });
     const name = e2.metadata.name;

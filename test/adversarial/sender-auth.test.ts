@@ -23,8 +23,8 @@ import { driverPod, executorPod, type PodBody, sparkAppId } from '../../testkit/
 
 const NS = 'spark';
 const AUDIENCE = 'serving.knative.dev/service/spark/spark-exec-svc';
-const APISERVER_SOURCE_SA = 'spark-exec-svc-podsoidc-sources.knative.dev-apiserversource';
-const PING_SOURCE_SA = 'spark-exec-svc-sweepoidc-sources.knative.dev-pingsource';
+const APISERVER_SOURCE_SA = 'spark-exec-svc-pods-oidc-sources.knative.dev-apiserversource';
+const PING_SOURCE_SA = 'spark-exec-svc-sweep-oidc-sources.knative.dev-pingsource';
 const user = (sa: string) => `system:serviceaccount:${NS}:${sa}`;
 const AUTH_ENV = {
   SENDER_AUTH: 'tokenreview',

@@ -15,7 +15,7 @@ useAudit();
 
 describe('bounds: MAX_SERVICES_PER_NAMESPACE', () => {
   it('with a cap of 3, five executors get three Services; the other adds are skipped, naming the cap', async () => {
-    const s = await scene({ MAX_SERVICES_PER_NAMESPACE: '3' });
+    const s = await scene({ MAX_SERVICES_PER_NAMESPACE: '3', MAX_SERVICES_PER_APPLICATION: '3' });
     const v = await victimApp(s, { appId: sparkAppId(901), driverName: 'victim-driver', execIds: ['1', '2', '3'] });
     for (const id of ['4', '5']) {
       const pod = s.h.createPod(
@@ -37,7 +37,7 @@ describe('MAX_SERVICES_PER_NAMESPACE counted from stale numbers', () => {
   // counted, so a new executor's add was answered "skipped" (final, 200: not redelivered) although the namespace was far
   // below the cap, and it had no Service until the next sweep.
   it('cap 3: an app with 3 Services ends (driver deleted, GC), a new app’s executor starts within 60 s: skipped at the cap with 0 Services', async () => {
-    const s = await raceScene({ MAX_SERVICES_PER_NAMESPACE: '3' });
+    const s = await raceScene({ MAX_SERVICES_PER_NAMESPACE: '3', MAX_SERVICES_PER_APPLICATION: '3' });
     const a = sparkAppId(1301);
     const aDriver = s.driver(a, 'a-driver');
     const aExecs: PodBody[] = [];
@@ -57,7 +57,7 @@ describe('MAX_SERVICES_PER_NAMESPACE counted from stale numbers', () => {
 
 describe('MAX_SERVICES_PER_NAMESPACE with the batch window', () => {
   it('sequential first adds of two applications: the second batch is cut at the cap', async () => {
-    const h = await audited({ MAX_SERVICES_PER_NAMESPACE: '6' });
+    const h = await audited({ MAX_SERVICES_PER_NAMESPACE: '6', MAX_SERVICES_PER_APPLICATION: '6' });
     const a = app(h, sparkAppId(3501));
     const b = app(h, sparkAppId(3502));
     const ea = Array.from({ length: 6 }, (_, k) => a.exec(k + 1));
@@ -78,7 +78,7 @@ describe('MAX_SERVICES_PER_NAMESPACE with the batch window', () => {
   // process-wide count before applying them (FactCache.adjustServiceCount at decision time, undone
   // on AlreadyExists/failure), or cap creates decided from a shared count to one per event.
   it('two first adds of two applications delivered at once: their batches share the cap, the namespace does not pass it', async () => {
-    const h = await audited({ MAX_SERVICES_PER_NAMESPACE: '6' });
+    const h = await audited({ MAX_SERVICES_PER_NAMESPACE: '6', MAX_SERVICES_PER_APPLICATION: '6' });
     const a = app(h, sparkAppId(3503));
     const b = app(h, sparkAppId(3504));
     const ea = Array.from({ length: 6 }, (_, k) => a.exec(k + 1));
@@ -107,7 +107,7 @@ describe('create reservations in the process count (MAX_SERVICES_PER_NAMESPACE)'
   // together; on 'exists'/failure only reserveCreates(-1)), and let a fresh recount not add
   // reservations whose creates the list may already include (or accept that brief transient).
   it('another application’s add while a batch’s creates are under way is not refused by counting the finished ones twice', async () => {
-    const h = await audited({ MAX_SERVICES_PER_NAMESPACE: '10' });
+    const h = await audited({ MAX_SERVICES_PER_NAMESPACE: '10', MAX_SERVICES_PER_APPLICATION: '10' });
     const c = app(h, sparkAppId(4101));
     const ec = Array.from({ length: 3 }, (_, k) => c.exec(k + 1));
     await ok(h.send('add', ec[0]!), 'C: first add (window makes 3)');
@@ -129,9 +129,10 @@ describe('create reservations in the process count (MAX_SERVICES_PER_NAMESPACE)'
   });
 
   it('reservations do not leak: creates that hang past the deadline, then creates refused 403 — afterwards the namespace still fills exactly to the cap', async () => {
-    const h = await audited({ MAX_SERVICES_PER_NAMESPACE: '8' });
+    const h = await audited({ MAX_SERVICES_PER_NAMESPACE: '8', MAX_SERVICES_PER_APPLICATION: '8' });
     const fn = await instanceWithCaches(h.emulator, {
       MAX_SERVICES_PER_NAMESPACE: '8',
+      MAX_SERVICES_PER_APPLICATION: '8',
       EVENT_DEADLINE_MS: '600',
       REQUEST_TIMEOUT_MS: '300',
     });
@@ -167,7 +168,7 @@ describe('create reservations in the process count (MAX_SERVICES_PER_NAMESPACE)'
   });
 
   it('after a driver deleted (GC took its Services), the process count does not stay over-counted: a new application fills up to the cap', async () => {
-    const h = await audited({ MAX_SERVICES_PER_NAMESPACE: '6' });
+    const h = await audited({ MAX_SERVICES_PER_NAMESPACE: '6', MAX_SERVICES_PER_APPLICATION: '6' });
     const a = app(h, sparkAppId(4121));
     const ea = Array.from({ length: 6 }, (_, k) => a.exec(k + 1));
     await ok(h.send('add', ea[0]!), 'A: first add (6 Services, at the cap)');

@@ -108,7 +108,7 @@ describe('overlapping sweeps on one instance', () => {
   // executors page was then decided as a page of Services (nothing), so an executor whose add was lost was not repaired,
   // and the count handed to the cap was the number of executor pods.
   it('two overlapping sweeps on one instance: an executor whose add was lost gets no Service, and the cap then counts pods', async () => {
-    const s = await raceScene({ MAX_SERVICES_PER_NAMESPACE: '5' });
+    const s = await raceScene({ MAX_SERVICES_PER_NAMESPACE: '5', MAX_SERVICES_PER_APPLICATION: '5' });
     const appId = sparkAppId(1311);
     const driver = s.driver(appId, 'victim-driver');
     for (const id of ['1', '2', '3']) await s.started(appId, id, driver);
@@ -139,7 +139,7 @@ describe('overlapping sweeps on one instance', () => {
 
 describe('control for the overlapping sweeps', () => {
   it('the same setup with one sweep at a time: executor 4 gets its Service and the cap counts Services', async () => {
-    const s = await raceScene({ MAX_SERVICES_PER_NAMESPACE: '5' });
+    const s = await raceScene({ MAX_SERVICES_PER_NAMESPACE: '5', MAX_SERVICES_PER_APPLICATION: '5' });
     const appId = sparkAppId(1311);
     const driver = s.driver(appId, 'victim-driver');
     for (const id of ['1', '2', '3']) await s.started(appId, id, driver);

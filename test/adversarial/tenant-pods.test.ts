@@ -26,6 +26,7 @@ import {
 } from './support/tenant-scene.ts';
 import { raceScene, serviceOf } from './support/race-scene.ts';
 import { PORT, app, check, fail, marked, ok, serviceIn, serviceWritesIn, svcName } from './support/steps.ts';
+import { passingTime } from '../../testkit/harness.ts';
 
 useAudit();
 
@@ -152,7 +153,10 @@ describe('a live executor’s Service with the wrong port: a permanent squat', (
   // selects the real executor by labels" — not on another port.
   it('a copy owned by the victim’s driver with port 9999 takes slot 2 first: once the copy is gone its Service is marked (it cannot reach the real executor), and after the cool-down the real executor gets its own', async () => {
     let now = new Date('2026-12-03T12:00:00Z');
-    const s = await raceScene({ COOLDOWN_SECONDS: '60' }, { now: () => now });
+    const s = await raceScene(
+      { COOLDOWN_SECONDS: '60' },
+      passingTime(() => now),
+    );
     const appId = sparkAppId(1201);
     const driver = s.driver(appId, 'victim-driver');
     await s.started(appId, '1', driver);

@@ -14,6 +14,7 @@ import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { startFunctionServer } from '../../functions/executor-service/server.ts';
 import { CoreV1KubeClient } from '../../shared/kube/client.ts';
+import { ServerClock } from '../../shared/kube/server-clock.ts';
 import { loadConfig } from '../../shared/ops/config.ts';
 import { jsonLogger } from '../../shared/ops/log.ts';
 import { newMetrics } from '../../shared/ops/metrics.ts';
@@ -146,9 +147,11 @@ describe('issue 17 class 1: an item no schema reads is skipped with its reason, 
     const logs: Array<Record<string, unknown>> = [];
     const config = loadConfig({ WATCH_NAMESPACES: NS, BLOCK_MANAGER_PORT: String(PORT), LOG_LEVEL: 'warn' }, () => undefined);
     const metrics = newMetrics();
+    const clock = new ServerClock();
     const fn = await startFunctionServer(
       {
-        client: new CoreV1KubeClient(buildKubeConfig(proxy.url), config.requestTimeoutMs),
+        client: new CoreV1KubeClient(buildKubeConfig(proxy.url), config.requestTimeoutMs, clock),
+        clock,
         config,
         log: jsonLogger('warn', (line) => logs.push(JSON.parse(line) as Record<string, unknown>)),
         metrics,

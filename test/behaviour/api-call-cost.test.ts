@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { type PodBody, sparkAppId } from '../../testkit/spark-pods.ts';
 import { NS, audited, useAudit } from '../support/audited.ts';
 import { app, currentIn, fail, ok, serviceIn, svcName } from '../adversarial/support/steps.ts';
+import { passingTime } from '../../testkit/harness.ts';
 
 useAudit();
 
@@ -49,7 +50,10 @@ describe('cost of the new looks', () => {
 
   it('dynamic allocation: executors added and removed one at a time cost no more calls per event than before', async () => {
     let now = Date.parse('2026-12-03T12:00:00Z');
-    const h = await audited({}, { now: () => new Date(now) });
+    const h = await audited(
+      {},
+      passingTime(() => new Date(now)),
+    );
     const a = app(h, sparkAppId(3602));
     const perEvent: number[] = [];
     const measure = async (f: () => Promise<unknown>): Promise<void> => {

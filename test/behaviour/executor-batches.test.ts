@@ -82,7 +82,7 @@ describe('the first add of a batch serves the batch', () => {
   });
 
   it('a batch that would pass the namespace cap gets Services up to the cap, not beyond', async () => {
-    h = await startHarness({ MAX_SERVICES_PER_NAMESPACE: '4' });
+    h = await startHarness({ MAX_SERVICES_PER_NAMESPACE: '4', MAX_SERVICES_PER_APPLICATION: '4' });
     const a = app(h);
     const batch = Array.from({ length: 10 }, (_, k) => a.executor(k + 1));
     await h.send('add', batch[0]!);

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RequestRecord } from '../../packages/kube-emulator/server.ts';
-import { type Harness, startHarness } from '../../testkit/harness.ts';
+import { type Harness, passingTime, startHarness } from '../../testkit/harness.ts';
 import { type PodBody, driverPod, executorPod, sparkAppId } from '../../testkit/spark-pods.ts';
 
 /**
@@ -128,7 +128,10 @@ describe('executors that end together', () => {
 
   it('executors removed one at a time (dynamic allocation): after a look that found no other ended, the next ones read only their own slot for 10 s', async () => {
     let now = Date.parse('2026-12-03T12:00:00Z');
-    h = await startHarness({}, { now: () => new Date(now) });
+    h = await startHarness(
+      {},
+      passingTime(() => new Date(now)),
+    );
     const app = await application(h, 20);
     const terminate = async (index: number): Promise<RequestRecord[]> => {
       h!.emulator.resetRequests();

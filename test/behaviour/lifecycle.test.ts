@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { executorServiceName } from '../../shared/model/naming.ts';
 import type { ContentMode } from '../../testkit/apiserversource.ts';
-import { type Harness, startHarness } from '../../testkit/harness.ts';
+import { type Harness, passingTime, startHarness } from '../../testkit/harness.ts';
 import { type PodBody, driverPod, executorPod, sparkAppId } from '../../testkit/spark-pods.ts';
 import { requireKubectl, skipWithoutKubectl } from '../../testkit/kubectl.ts';
 
@@ -357,7 +357,10 @@ describe('scope and safety', () => {
 describe('cool-down', () => {
   it('a Service whose executor went is deleted by the first sweep after the cool-down, and only then', async () => {
     let now = new Date('2026-12-02T12:00:00Z');
-    h = await startHarness({ COOLDOWN_SECONDS: '60' }, { now: () => now });
+    h = await startHarness(
+      { COOLDOWN_SECONDS: '60' },
+      passingTime(() => now),
+    );
     const app = sparkApp(h);
     const [e1, e2, e3] = [app.executor('1'), app.executor('2'), app.executor('3')];
     for (const pod of [e1, e2, e3]) await h.send('add', pod);

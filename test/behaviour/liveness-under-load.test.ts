@@ -8,6 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { type PodBody, sparkAppId } from '../../testkit/spark-pods.ts';
 import { NS, audited, sleep, useAudit } from '../support/audited.ts';
+import { passingTime } from '../../testkit/harness.ts';
 import {
   app,
   check,
@@ -172,7 +173,10 @@ describe('liveness: common flows end 2xx without FactsKeptChangingError', () => 
 
   it('an executor ended while its peers run and one peer is added meanwhile, on a warm instance with a 10 s-old cache: only the ended one is marked, no 503', async () => {
     let now = Date.now();
-    const h = await audited({}, { now: () => new Date(now) });
+    const h = await audited(
+      {},
+      passingTime(() => new Date(now)),
+    );
     const a = app(h, sparkAppId(4303));
     const execs = Array.from({ length: 12 }, (_, k) => a.exec(k + 1));
     await ok(h.send('add', execs[0]!), 'first add');

@@ -24,6 +24,7 @@ it(`repairs a namespace of ${EXECUTORS} executors over bounded sweeps, each with
     SWEEP_DEADLINE_MS: String(deadlineMs),
     SWEEP_PAGE_SIZE: '500',
     MAX_SERVICES_PER_NAMESPACE: String(EXECUTORS + 10),
+    MAX_SERVICES_PER_APPLICATION: String(EXECUTORS + 10),
     LOG_LEVEL: 'warn',
   });
   const appId = 'spark-5ca1ab1e5ca1ab1e5ca1ab1e5ca1ab1e';

@@ -16,6 +16,7 @@ import {
   GONE_AT,
   MANAGED_BY,
   type Obj,
+  capsExcuse,
   type Ref,
   controllerPod,
   optedIn,
@@ -32,6 +33,10 @@ export const STEPS = Number(process.env['PROPERTY_STEPS'] ?? 150);
 export const BASE_SEED = Number(process.env['PROPERTY_SEED'] ?? 20_260_501);
 export const NS = 'spark';
 export const COOLDOWN_SECONDS = 60;
+/** How much earlier than its cool-down a delete may look on whole-second clocks read a little late (shared/rules/decide.ts). */
+const CLOCK_TOLERANCE_MS = 3_000;
+/** The second instance's own clock is this far ahead of the API server's: more than the cool-down. */
+export const SECOND_INSTANCE_SKEW_MS = 10 * 60_000;
 export const ENV = { WATCH_NAMESPACES: NS, COOLDOWN_SECONDS: String(COOLDOWN_SECONDS), OPT_IN_MODE: 'label', BLOCK_MANAGER_PORT: '7079' };
 
 // Keys as the README and docs name them (deliberately not imported from the code under test).
@@ -49,6 +54,10 @@ export const SQUATTED = { appId: 'nightly-etl', execId: '3' };
 
 export const totals = {
   runs: 0,
+  /** Checks at which a live executor's missing Service was excused by full caps (the caps variant). */
+  capExcused: 0,
+  /** Services deleted to make room for a live executor at a cap, as the function reported them. */
+  gaveWay: 0,
   steps: 0,
   events: 0,
   deliveries: 0,
@@ -98,8 +107,15 @@ export interface Exec {
   covered: boolean;
   /** A tenant's copy that could get a Service claimed its slot before its own Service existed. */
   contested: boolean;
+  /** The caps were full (of Services not gone-marked) when the function last had a chance to see it: it may lack its Service. */
+  capExcused: boolean;
   failAt?: number;
   releaseAt?: number;
+}
+
+export interface Caps {
+  readonly cap: number;
+  readonly appCap: number;
 }
 
 /**
@@ -153,6 +169,10 @@ export class ModelRun {
   private queue: Array<{ event: Recorded; due: number }> = [];
   private readonly trace: string[] = [];
   readonly violations: string[] = [];
+  /** The caps variant: MAX_SERVICES_PER_NAMESPACE / MAX_SERVICES_PER_APPLICATION of the instances, and longer-lived runs. */
+  private readonly caps: Caps | undefined;
+  /** Whether the caps were full for an application at the last check (before this step's changes). */
+  private fullBefore: (appId: string) => boolean = () => false;
 
   constructor(
     seed: number,
@@ -161,7 +181,9 @@ export class ModelRun {
     instances: readonly Harness[],
     clock: { now: number },
     foreign: Map<string, string>,
+    caps?: Caps,
   ) {
+    this.caps = caps;
     this.seed = seed;
     this.rng = rngFrom(seed);
     this.emulator = emulator;
@@ -298,7 +320,8 @@ export class ModelRun {
           ? 'driver'
           : 'executors'
         : pick(this.rng, ['driver', 'driver', 'executors', 'some', 'late', 'none'] as const);
-    const maxExec = int(this.rng, 2, 8);
+    // With caps, runs are long and replace many executors: dead executors' Services pile up near the caps.
+    const maxExec = this.caps === undefined ? int(this.rng, 2, 8) : int(this.rng, 4, 3 * this.caps.appCap);
     const owned = mode === 'cluster' || chance(this.rng, 0.85);
     const byAnnotation = chance(this.rng, 0.25);
     return {
@@ -380,6 +403,7 @@ export class ModelRun {
               eligibleSince: (optIn || (ownerPod !== undefined && optedIn(ownerPod))) && phase === 'Running' ? this.version : undefined,
               covered: false,
               contested: false,
+              capExcused: false,
             };
             // A tenant's copy that could be served already claims this slot: the function cannot tell them apart.
             for (const t of this.liveTenants()) {
@@ -621,9 +645,13 @@ export class ModelRun {
       `  delivered ${event.verb} ${event.pod.metadata.name} [${event.id}] → ${to === this.instances[0] ? 'A' : 'B'}: ${reply.status} ${reply.data?.action ?? ''}${reply.data?.reason === undefined ? '' : ` (${reply.data.reason})`} ${outcomes}`,
     );
     if (reply.status === 200) {
+      totals.gaveWay += (reply.data?.outcomes ?? []).filter((o) => o.action === 'deleted' && (o.detail ?? '').includes('gives way')).length;
       if (event.verb === 'delete') return;
       const x = this.execByUid.get(event.pod.metadata.uid ?? '');
-      if (x !== undefined && x.eligibleSince !== undefined && event.version >= x.eligibleSince) x.covered = true;
+      if (x !== undefined && x.eligibleSince !== undefined && event.version >= x.eligibleSince) {
+        x.covered = true;
+        x.capExcused = false;
+      }
     } else if (reply.status === 503) {
       totals.redelivered++;
       this.queue.push({ event, due: this.stepNo + 1 }); // Knative redelivers
@@ -660,8 +688,13 @@ export class ModelRun {
     }
     const complete = !(reply.data?.reason ?? '').includes('next sweep goes on');
     if (complete) {
-      for (const x of this.execs) if (x.eligibleSince !== undefined && x.eligibleSince <= startVersion) x.covered = true;
+      for (const x of this.execs) {
+        if (x.eligibleSince === undefined || x.eligibleSince > startVersion) continue;
+        x.covered = true;
+        x.capExcused = false;
+      }
     }
+    totals.gaveWay += (reply.data?.outcomes ?? []).filter((o) => o.action === 'deleted' && (o.detail ?? '').includes('gives way')).length;
     const writes = (reply.data?.outcomes ?? []).map((o) => ({ action: o.action, service: o.service }));
     this.note(
       `sweep on ${to === this.instances[0] ? 'A' : 'B'} (${why})${complete ? '' : ' incomplete'}: ${writes.map((w) => `${w.action} ${w.service}`).join(', ') || 'nothing written'}`,
@@ -715,6 +748,15 @@ export class ModelRun {
     totals.checks++;
     this.checkWrites();
     this.checkForeign();
+    // Caps (issue 17, classes 3 and 4): a missing Service is excused while Services that are not
+    // gone-marked fill a cap — now, before this step's concurrent changes, or when the function last saw it.
+    const fullNow = this.capsFull();
+    const excused = (x: Exec): boolean => {
+      if (this.caps === undefined || this.service(executorServiceName(x.appId, x.execId)) !== undefined) return false;
+      x.capExcused ||= fullNow(x.appId) || this.fullBefore(x.appId);
+      if (x.capExcused) totals.capExcused++;
+      return x.capExcused;
+    };
     for (const x of this.execs) {
       const pod = this.livePod(x);
       if (pod === undefined) continue;
@@ -722,11 +764,60 @@ export class ModelRun {
       const ownerPod = owner === undefined ? undefined : this.livePod(owner);
       if (owner === undefined || ownerPod === undefined) continue;
       if (!optedIn(pod) && !optedIn(ownerPod)) continue;
-      if (!x.covered || x.contested || (x.appId === SQUATTED.appId && x.execId === SQUATTED.execId)) continue;
+      if (!x.covered || x.contested || (x.appId === SQUATTED.appId && x.execId === SQUATTED.execId) || excused(x)) continue;
       totals.serviceAssertions++;
       for (const problem of this.serviceProblems(x, owner))
-        this.violations.push(`${x.name} (live, opted in, owner ${owner.name} lives, seen): ${problem}`);
+        this.violations.push(`${x.name} (live, opted in, owner ${owner.name} lives, seen): ${problem}${this.capsState()}`);
     }
+    this.fullBefore = fullNow;
+  }
+
+  /**
+   * Whether a cap (counting every Service of ours, marked or not, as the function does) was full
+   * for an application around these writes: at the last check, or now with this step's deletes
+   * put back. Only then may a marked Service go before its cool-down ends (it gives way).
+   */
+  private roomNeeded(writes: ReadonlyArray<{ method: string; status: number; responseBody: string }>): (appId: string) => boolean {
+    if (this.caps === undefined) return () => false;
+    const caps = this.caps;
+    const count = (services: readonly Obj[]): { all: number; byApp: Map<string, number> } => {
+      const byApp = new Map<string, number>();
+      for (const s of services) byApp.set(s.metadata.labels?.[APP] ?? '', (byApp.get(s.metadata.labels?.[APP] ?? '') ?? 0) + 1);
+      return { all: services.length, byApp };
+    };
+    const ours = (this.emulator.listObjects('services', NS) as unknown as Obj[]).filter(
+      (s) => s.metadata.labels?.[MANAGED_BY] === 'spark-exec-svc',
+    );
+    const deleted = writes
+      .filter((w) => w.method === 'DELETE' && w.status === 200)
+      .map((w) => JSON.parse(w.responseBody) as Obj)
+      .filter((s) => s.metadata.labels?.[MANAGED_BY] === 'spark-exec-svc');
+    const around = count([...ours, ...deleted]);
+    const before = this.heldBefore;
+    this.heldBefore = count(ours);
+    return (appId) =>
+      around.all >= caps.cap ||
+      (around.byApp.get(appId) ?? 0) >= caps.appCap ||
+      (before !== undefined && (before.all >= caps.cap || (before.byApp.get(appId) ?? 0) >= caps.appCap));
+  }
+
+  /** Every Service of ours at the last check, by application (the caps variant). */
+  private heldBefore: { all: number; byApp: Map<string, number> } | undefined;
+
+  /** What fills the caps now, for a violation's message. */
+  private capsState(): string {
+    if (this.caps === undefined) return '';
+    const ours = this.emulator
+      .listObjects('services', NS)
+      .map((s) => s as unknown as Obj)
+      .filter((s) => s.metadata.labels?.[MANAGED_BY] === 'spark-exec-svc');
+    return `; caps hold: ${ours.map((s) => `${s.metadata.labels?.[APP]}/${s.metadata.labels?.[EXEC]}${s.metadata.annotations?.[GONE_AT] === undefined ? '' : ' (marked)'}`).join(', ')}`;
+  }
+
+  private capsFull(): (appId: string) => boolean {
+    if (this.caps === undefined) return () => false;
+    // Counted by our label, as the function counts them: a foreign look-alike carrying it counts too.
+    return capsExcuse(this.emulator.listObjects('services', NS) as unknown as Obj[], this.caps);
   }
 
   private serviceProblems(x: Exec, owner: Ref): string[] {
@@ -753,6 +844,7 @@ export class ModelRun {
     const writes = this.proxy.writes.slice(this.writesChecked);
     this.writesChecked = this.proxy.writes.length;
     totals.writes += writes.length;
+    const roomNeeded = this.roomNeeded(writes);
     for (const w of writes) {
       if (w.name !== undefined && this.foreign.has(w.name))
         this.violations.push(`${w.method} on someone else's Service ${w.name} (answered ${w.status})`);
@@ -768,6 +860,21 @@ export class ModelRun {
         this.violations.push(
           `${marked ? 'marked gone' : 'deleted'} Service ${svc.metadata.name} while its executor ${executor.name} and its owner ${owner.name} live (request ${w.requestBody})`,
         );
+      }
+      // While its owner lives, a marked Service goes only when its cool-down is over — by the API
+      // server's clock, whichever instance marked it and whatever their own clocks say (issue 17,
+      // class 8). Both times are whole seconds and each instance reads the server's a little late:
+      // only a delete surely early by more than that is one.
+      const markedAt = Date.parse(annotations[GONE_AT] ?? '');
+      const deletedAt = Date.parse(w.date ?? '');
+      // The one exception (issue 17, class 4): a live executor needs its room at a full cap.
+      const gaveWay = roomNeeded(svc.metadata.labels?.[APP] ?? '');
+      if (w.method === 'DELETE' && owner !== undefined && this.livePod(owner) !== undefined && !Number.isNaN(markedAt) && !gaveWay) {
+        const elapsedAtMostMs = deletedAt + 1_000 - markedAt;
+        if (Number.isNaN(deletedAt) || elapsedAtMostMs < COOLDOWN_SECONDS * 1000 - CLOCK_TOLERANCE_MS)
+          this.violations.push(
+            `deleted Service ${svc.metadata.name} ${Math.round(elapsedAtMostMs / 1000)} s (API server's clock) after its mark ${annotations[GONE_AT]}, before the cool-down of ${COOLDOWN_SECONDS} s ended, while its owner ${owner.name} lives`,
+          );
       }
     }
   }
@@ -843,9 +950,12 @@ export class ModelRun {
       }
       slots.set(`${appId}\u0000${execId}`, { appId, execId });
     }
+    const full = this.capsFull();
     for (const [key, { appId, execId }] of slots) {
       const name = executorServiceName(appId, execId);
       if (this.foreign.has(name)) continue;
+      // Caps full of Services that are not gone-marked: a live executor may have none.
+      if (!services.has(name) && full(appId)) continue;
       const svc = services.get(name);
       const here = claimants.get(key) ?? [];
       const servable = here.filter((p) => this.couldBeServedIn(p, live));

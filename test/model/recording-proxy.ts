@@ -1,7 +1,7 @@
 /**
  * A recording proxy in front of the API server: every Service write (method, name, request and
  * response bodies, status), for the model's check that nothing was marked or deleted while its
- * executor and owner lived.
+ * executor and owner lived, nor deleted before its cool-down ended by the API server's clock.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -14,6 +14,8 @@ export interface ServiceWrite {
   readonly requestBody: string;
   readonly status: number;
   readonly responseBody: string;
+  /** The answer's `Date` header: when the API server did it, by its own clock. */
+  readonly date: string | undefined;
 }
 
 export interface Proxy {
@@ -50,6 +52,7 @@ export async function startRecordingProxy(target: string): Promise<Proxy> {
                 requestBody: body.toString('utf8'),
                 status: answer.statusCode ?? 0,
                 responseBody: payload.toString('utf8'),
+                date: answer.headers.date,
               });
             }
             const out = { ...answer.headers };

@@ -225,7 +225,12 @@ describe('values the docs and comments quote = what ships', () => {
     for (const [name, value] of Object.entries(expected)) expect(rows[name], name).toBe(value);
     expect(defaults.defaultBlockManagerPort).toBeUndefined();
     expect(rows['BLOCK_MANAGER_PORT']).toBe('unset');
-    expect(Object.keys(rows).sort()).toEqual([...Object.keys(expected), 'BLOCK_MANAGER_PORT', 'WATCH_NAMESPACES'].sort());
+    // The default of MAX_SERVICES_PER_APPLICATION follows the namespace's cap.
+    expect(defaults.maxServicesPerApplication).toBe(defaults.maxServicesPerNamespace / 2);
+    expect(rows['MAX_SERVICES_PER_APPLICATION']).toBe('half of `MAX_SERVICES_PER_NAMESPACE`');
+    expect(Object.keys(rows).sort()).toEqual(
+      [...Object.keys(expected), 'BLOCK_MANAGER_PORT', 'WATCH_NAMESPACES', 'MAX_SERVICES_PER_APPLICATION'].sort(),
+    );
   });
 
   it("docs/deploy.md quotes the base's env, resources and schedule", () => {

@@ -60,10 +60,11 @@ async function namespaceAfterUninstall(): Promise<{
   live: { driver: PodBody; executors: PodBody[] };
   names: Record<'live1' | 'live2' | 'live3' | 'live4' | 'done1' | 'done2', string>;
 }> {
-  const emu = await startEmulator();
+  // The API server's clock, pinned while the marks are written in the past (the function dates them by it).
+  let pinned: Date | undefined;
+  const emu = await startEmulator({ clock: () => pinned ?? new Date() });
   emulator = emu;
-  let now = new Date();
-  const h = await startHarness({ COOLDOWN_SECONDS: '300' }, { emulator: emu, now: () => now });
+  const h = await startHarness({ COOLDOWN_SECONDS: '300' }, { emulator: emu });
   const liveApp = sparkAppId(1);
   const doneApp = sparkAppId(2);
   const liveDriver = h.createPod(driverPod({ namespace: NS, appId: liveApp, name: 'live-driver' }));
@@ -83,10 +84,11 @@ async function namespaceAfterUninstall(): Promise<{
     [liveExecutors[1]!, 600],
     [liveExecutors[2]!, 10],
   ] as const) {
-    now = new Date(real - agoSeconds * 1000);
+    pinned = new Date(real - agoSeconds * 1000);
     emu.deleteObject('pods', NS, pod.metadata.name);
     expect((await h.send('delete', pod)).type).toBe('spark-exec-svc.service.marked-gone');
   }
+  pinned = undefined;
   // The done app's driver finishes while the function is already being uninstalled (no event).
   emu.patchObject('pods', NS, doneDriver.metadata.name, { status: { phase: 'Succeeded' } });
   for (const pod of doneExecutors) emu.deleteObject('pods', NS, pod.metadata.name);

@@ -1,18 +1,28 @@
 // Command render turns our knative/ kustomizations into what the e2e harness needs, with the
 // upstream code that a cluster would run on them, so that nothing is written by hand:
 //
-//	render manifests -dir knative/base -sink URL -eventing-config DIR
-//	    prints JSON {objects, adapter}: every object of `kustomize build DIR` (sigs.k8s.io/kustomize/api,
+//	render manifests -dir knative/base -sink URL -eventing-config DIR [-oidc]
+//	    prints JSON {objects, adapter, oidc}: every object of `kustomize build DIR` (sigs.k8s.io/kustomize/api,
 //	    what `kubectl apply -k` runs), and the receive adapter Deployment that the ApiServerSource
 //	    reconciler of knative.dev/eventing would create for our ApiServerSource
 //	    (pkg/reconciler/apiserversource/resources.MakeReceiveAdapter, after the webhook's SetDefaults and
 //	    Validate), its env resolved as the kubelet would (the downward-API NAMESPACE).
-//	render ping -dir knative/base -sink URL
+//	    -oidc: with the `authentication-oidc` feature on, as the reconcilers then do: each source's OIDC
+//	    ServiceAccount (pkg/auth SetupOIDCServiceAccount → GetOIDCServiceAccountForResource, its name in
+//	    status.auth.serviceAccountName), the ApiServerSource's Role and RoleBinding that let its adapter
+//	    request tokens for it (resources.MakeOIDCRole/MakeOIDCRoleBinding), and the adapter env with
+//	    K_AUDIENCE (the sink's audience, as knative.dev/pkg's resolver gives it: spec.sink.audience) and
+//	    K_OIDC_SERVICE_ACCOUNT. The objects' owner references (to the sources, which a bare API server
+//	    does not serve) are left out.
+//	render ping -dir knative/base -sink URL [-token JWT]
 //	    sends one tick of every PingSource in DIR the way the mtping adapter does (pkg/adapter/mtping
 //	    runner.go at the same tag: the event of makeEvent — type, source, spec.data with
 //	    spec.contentType, a random id — through eventing's own adapter client, adapter.NewClient, with
 //	    the PingSource's namespace as its env (Kn-Namespace header) and the same retries, 5 × 50 ms
-//	    exponential) and prints the answers.
+//	    exponential) and prints the answers. -token: the `Authorization: Bearer` the mtping adapter
+//	    adds with OIDC on (pkg/adapter/v2 cloudevents.go withAuthHeader; its token provider asks
+//	    TokenRequest for the PingSource's OIDC ServiceAccount and the sink's audience — the harness
+//	    does that and passes the token).
 //
 // The sink is the one thing that is not derived: out of cluster the function's Knative Service has
 // no address, so the harness passes the URL it listens on; the output names the sink ref it replaces.
@@ -35,11 +45,16 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
+	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	adapter "knative.dev/eventing/pkg/adapter/v2"
 	"knative.dev/eventing/pkg/apis/feature"
 	sourcesv1 "knative.dev/eventing/pkg/apis/sources/v1"
+	"knative.dev/eventing/pkg/auth"
 	"knative.dev/eventing/pkg/reconciler/apiserversource/resources"
 	reconcilersource "knative.dev/eventing/pkg/reconciler/source"
+	duckv1 "knative.dev/pkg/apis/duck/v1"
 	"knative.dev/pkg/configmap"
 	"knative.dev/pkg/logging"
 )
@@ -63,6 +78,22 @@ type adapterOut struct {
 	Container corev1.Container `json:"container"`
 }
 
+// With -oidc: what the reconcilers create for event-delivery authentication, and who sends what.
+type oidcOut struct {
+	// The sources' OIDC ServiceAccounts, the ApiServerSource's token Role and RoleBinding.
+	Objects []any `json:"objects"`
+	// Per source (kind/name): the OIDC ServiceAccount it sends tokens of, and their audience.
+	Senders []oidcSender `json:"senders"`
+}
+
+type oidcSender struct {
+	Kind           string `json:"kind"`
+	Name           string `json:"name"`
+	Namespace      string `json:"namespace"`
+	ServiceAccount string `json:"serviceAccount"`
+	Audience       string `json:"audience"`
+}
+
 func main() {
 	if len(os.Args) < 2 {
 		fail("usage: render {manifests|ping} -dir DIR -sink URL [-eventing-config DIR]")
@@ -71,6 +102,8 @@ func main() {
 	dir := fs.String("dir", "", "kustomization directory")
 	sink := fs.String("sink", "", "URL that stands for the function's address")
 	eventingConfig := fs.String("eventing-config", "", "knative.dev/eventing's config/core/configmaps directory")
+	oidc := fs.Bool("oidc", false, "the authentication-oidc feature is on")
+	token := fs.String("token", "", "ping: the bearer token the mtping adapter would send")
 	_ = fs.Parse(os.Args[2:])
 	if *dir == "" || *sink == "" {
 		fail("-dir and -sink are required")
@@ -81,12 +114,19 @@ func main() {
 		if *eventingConfig == "" {
 			fail("-eventing-config is required")
 		}
-		out := map[string]any{"objects": objects, "adapter": receiveAdapter(objects, *sink, *eventingConfig)}
+		flags := feature.Flags{}
+		if *oidc {
+			flags[feature.OIDCAuthentication] = feature.Enabled
+		}
+		out := map[string]any{"objects": objects, "adapter": receiveAdapter(objects, *sink, *eventingConfig, flags)}
+		if *oidc {
+			out["oidc"] = oidcObjects(objects)
+		}
 		b, err := json.Marshal(out)
 		check(err)
 		fmt.Println(string(b))
 	case "ping":
-		ping(objects, *sink)
+		ping(objects, *sink, *token)
 	default:
 		fail("unknown command " + os.Args[1])
 	}
@@ -121,14 +161,14 @@ func convert(in map[string]any, out any) {
 	check(json.Unmarshal(b, out))
 }
 
-func receiveAdapter(objects []map[string]any, sink, eventingConfig string) adapterOut {
+func receiveAdapter(objects []map[string]any, sink, eventingConfig string, flags feature.Flags) adapterOut {
 	sources := ofKind(objects, "sources.knative.dev/v1", "ApiServerSource")
 	if len(sources) != 1 {
 		fail(fmt.Sprintf("expected one ApiServerSource, found %d", len(sources)))
 	}
 	src := &sourcesv1.ApiServerSource{}
 	convert(sources[0], src)
-	ctx := feature.ToContext(context.Background(), feature.Flags{})
+	ctx := feature.ToContext(context.Background(), flags)
 	// What the eventing webhook does on create, before the reconciler ever sees the object.
 	src.SetDefaults(ctx)
 	if errs := src.Validate(ctx); errs != nil {
@@ -142,11 +182,20 @@ func receiveAdapter(objects []map[string]any, sink, eventingConfig string) adapt
 	if src.Spec.NamespaceSelector != nil {
 		fail("namespaceSelector is not supported by this harness (the reconciler lists namespaces for it)")
 	}
+	var audience *string
+	if flags.IsOIDCAuthentication() {
+		// ReconcileKind: auth.SetupOIDCServiceAccount puts the OIDC ServiceAccount's name in
+		// status.auth, and createReceiveAdapter passes the resolved sink's audience.
+		name := auth.GetOIDCServiceAccountNameForResource(sourcesv1.SchemeGroupVersion.WithKind("ApiServerSource"), src.ObjectMeta)
+		src.Status.Auth = &duckv1.AuthStatus{ServiceAccountName: &name}
+		audience = sinkAudience(src.Spec.Sink)
+	}
 	deployment, err := resources.MakeReceiveAdapter(&resources.ReceiveAdapterArgs{
 		Image:      "apiserver_receive_adapter",
 		Source:     src,
 		Labels:     resources.Labels(src.Name),
 		SinkURI:    sink,
+		Audience:   audience,
 		Configs:    configs,
 		Namespaces: []string{src.Namespace},
 	})
@@ -175,6 +224,57 @@ func receiveAdapter(objects []map[string]any, sink, eventingConfig string) adapt
 	}
 }
 
+// sinkAudience is the audience knative.dev/pkg's resolver gives a sink (resolver
+// AddressableFromDestinationV1: spec.sink.audience when set, else the addressable's
+// status.address.audience). Out of cluster there is no addressable to read, so only the first.
+func sinkAudience(sink duckv1.Destination) *string {
+	if sink.Audience == nil || *sink.Audience == "" {
+		fail("with -oidc the sink needs spec.sink.audience (this harness cannot read the addressable's status.address.audience)")
+	}
+	return sink.Audience
+}
+
+// oidcObjects: what the ApiServerSource and PingSource reconcilers create with authentication-oidc on.
+func oidcObjects(objects []map[string]any) oidcOut {
+	out := oidcOut{}
+	withoutOwners := func(meta *metav1.ObjectMeta) { meta.OwnerReferences = nil }
+	for _, o := range ofKind(objects, "sources.knative.dev/v1", "ApiServerSource") {
+		src := &sourcesv1.ApiServerSource{}
+		convert(o, src)
+		src.SetDefaults(context.Background())
+		gvk := sourcesv1.SchemeGroupVersion.WithKind("ApiServerSource")
+		sa := addSender(&out, gvk, src.ObjectMeta, src.Spec.Sink)
+		src.Status.Auth = &duckv1.AuthStatus{ServiceAccountName: &sa}
+		role, err := resources.MakeOIDCRole(src)
+		check(err)
+		binding, err := resources.MakeOIDCRoleBinding(src)
+		check(err)
+		withoutOwners(&role.ObjectMeta)
+		withoutOwners(&binding.ObjectMeta)
+		role.APIVersion, role.Kind = "rbac.authorization.k8s.io/v1", "Role"
+		binding.APIVersion, binding.Kind = "rbac.authorization.k8s.io/v1", "RoleBinding"
+		out.Objects = append(out.Objects, role, binding)
+	}
+	for _, o := range ofKind(objects, "sources.knative.dev/v1", "PingSource") {
+		src := &sourcesv1.PingSource{}
+		convert(o, src)
+		src.SetDefaults(context.Background())
+		addSender(&out, sourcesv1.SchemeGroupVersion.WithKind("PingSource"), src.ObjectMeta, src.Spec.Sink)
+	}
+	return out
+}
+
+func addSender(out *oidcOut, gvk schema.GroupVersionKind, meta metav1.ObjectMeta, sink duckv1.Destination) string {
+	sa := auth.GetOIDCServiceAccountForResource(gvk, meta)
+	sa.OwnerReferences = nil
+	sa.APIVersion, sa.Kind = "v1", "ServiceAccount"
+	out.Objects = append(out.Objects, sa)
+	out.Senders = append(out.Senders, oidcSender{
+		Kind: gvk.Kind, Name: meta.Name, Namespace: meta.Namespace, ServiceAccount: sa.Name, Audience: *sinkAudience(sink),
+	})
+	return sa.Name
+}
+
 func readConfigMap(path string) *corev1.ConfigMap {
 	b, err := os.ReadFile(path)
 	check(err)
@@ -183,7 +283,7 @@ func readConfigMap(path string) *corev1.ConfigMap {
 	return cm
 }
 
-func ping(objects []map[string]any, sink string) {
+func ping(objects []map[string]any, sink, token string) {
 	for _, o := range ofKind(objects, "sources.knative.dev/v1", "PingSource") {
 		src := &sourcesv1.PingSource{}
 		convert(o, src)
@@ -207,6 +307,11 @@ func ping(objects []map[string]any, sink string) {
 		}
 		event.SetID(uuid.New().String())
 		ctx := cloudevents.ContextWithTarget(context.Background(), sink)
+		if token != "" {
+			headers := cehttp.HeaderFrom(ctx)
+			headers.Set("Authorization", "Bearer "+token)
+			ctx = cehttp.WithCustomHeader(ctx, headers)
+		}
 		ctx = cloudevents.ContextWithRetriesExponentialBackoff(ctx, 50*time.Millisecond, 5)
 		result := client.Send(ctx, event)
 		b, _ := json.Marshal(map[string]any{"pingSource": src.Name, "id": event.ID(), "ack": cloudevents.IsACK(result), "result": fmt.Sprint(result)})

@@ -31,8 +31,8 @@ export const currentIn = (e: KubeEmulator, name: string): PodBody => {
 };
 export const fail = (e: KubeEmulator, pod: PodBody): PodBody =>
   e.patchObject('pods', NS, pod.metadata.name, { status: { phase: 'Failed' } }) as unknown as PodBody;
-export function check(e: KubeEmulator, genuine: ReadonlySet<string>, step: string, cap?: number): void {
-  expect(invariantProblems(clusterView(e, NS), { defaultPort: PORT, genuine, cap }), `invariant after: ${step}`).toEqual([]);
+export function check(e: KubeEmulator, genuine: ReadonlySet<string>, step: string, cap?: number, appCap?: number): void {
+  expect(invariantProblems(clusterView(e, NS), { defaultPort: PORT, genuine, cap, appCap }), `invariant after: ${step}`).toEqual([]);
 }
 export async function ok(reply: Promise<PostedReply>, what: string): Promise<PostedReply> {
   const r = await reply;

@@ -355,9 +355,9 @@ describe.skipIf(SKIP_KUBECTL)('knative/ kustomize builds', () => {
         // Knative's audience format for the sink: <group>/<kind>/<namespace>/<name>, lower case (knative/eventing pkg/auth/audience.go).
         expect(env['SENDER_AUTH_AUDIENCE']).toBe(`serving.knative.dev/service/${want.namespace}/${KSVC}`);
         expect(audiences).toEqual([env['SENDER_AUTH_AUDIENCE'], env['SENDER_AUTH_AUDIENCE']]);
-        // The sources' OIDC ServiceAccounts: <source name> + "oidc-<group>-<kind>" lower case, when that fits in 63 characters (pkg/auth/serviceaccount.go, kmeta.ChildName).
+        // The sources' OIDC ServiceAccounts: <source name> + "-oidc-<group>-<kind>" lower case, when that fits in 63 characters (pkg/auth/serviceaccount.go, kmeta.ChildName).
         const oidcUser = (name: string, kind: string) => {
-          const sa = `${name}oidc-sources.knative.dev-${kind}`;
+          const sa = `${name}-oidc-sources.knative.dev-${kind}`;
           expect(sa.length).toBeLessThanOrEqual(63);
           return `system:serviceaccount:${want.namespace}:${sa}`;
         };
