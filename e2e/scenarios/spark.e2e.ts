@@ -111,12 +111,17 @@ describe.each(lines.map((line) => ({ line, version: line.version })))('Spark $ve
       // driver still counts the executor alive, then the task fails with FetchFailed.
       expect(report.firstFetchFailed, 'a FetchFailed after the loss').toBeDefined();
       expect(report.firstFetchFailed?.host, `the first FetchFailed's peer:\n${report.firstFetchFailed?.message}`).toBe(victimHost);
-      expect(report.firstFetchFailed?.cause, report.firstFetchFailed?.message).toBe('connection refused');
+      // Refused, or — when the driver's 30 s poll has dropped the executor before the last retry —
+      // "executor dead", which NettyBlockTransferService raises only after a failed connect
+      // (SPARK-27637); which failure that was, the executors' logs say (below).
+      expect(['connection refused', 'executor dead (driver check)'], report.firstFetchFailed?.message).toContain(
+        report.firstFetchFailed?.cause,
+      );
       // Later fetch failures may name the executor dead (NettyBlockTransferService asks the driver
       // after a failed connect, SPARK-27637, and by then the driver may know); none may be a timeout.
       const logged = report.fetchFailedInEventLog.filter((f) => f.host !== undefined);
       expect(logged.length, 'FetchFailed with a peer in the event log').toBeGreaterThan(0);
-      expect(logged[0]?.cause).toBe('connection refused');
+      expect(['connection refused', 'executor dead (driver check)']).toContain(logged[0]?.cause);
       expect(
         logged.filter((f) => f.host !== victimHost || f.cause === 'connect timeout' || f.cause === 'other'),
         "every FetchFailed names the lost executor's Service, none a timeout",

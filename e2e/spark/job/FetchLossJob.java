@@ -91,6 +91,12 @@ public final class FetchLossJob {
   static final class Recorder extends SparkListener {
     final List<Map<String, Object>> events = Collections.synchronizedList(new ArrayList<>());
 
+    boolean sawJobEnd() {
+      synchronized (events) {
+        return events.stream().anyMatch(e -> "jobEnd".equals(e.get("kind")));
+      }
+    }
+
     private void add(String kind, Map<String, Object> fields) {
       Map<String, Object> e = new LinkedHashMap<>();
       e.put("kind", kind);
@@ -224,6 +230,10 @@ public final class FetchLossJob {
       throw e;
     } finally {
       result.put("endedAtMs", System.currentTimeMillis());
+      // The listener bus is asynchronous: collect() can return before the job's end reaches the
+      // recorder (seen once: a result without its jobEnd). Wait for it, bounded.
+      long drain = System.currentTimeMillis() + 10_000;
+      while (System.currentTimeMillis() < drain && !recorder.sawJobEnd()) Thread.sleep(20);
       result.put("events", new ArrayList<>(recorder.events));
       Path tmp = control.resolve("result.json.tmp");
       Files.writeString(tmp, new ObjectMapper().writerWithDefaultPrettyPrinter().writeValueAsString(result));
