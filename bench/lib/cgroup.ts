@@ -114,6 +114,27 @@ export function cgroupSupport(): { kind: CgroupKind; why: string } {
 /** Makes the cgroup for `limits`; kind 'none' launches under `taskset -c 0` (one whole CPU: an approximation, labelled so). */
 export async function makeLimitsCgroup(limits: ManifestLimits, name = `spark-exec-svc-bench-${process.pid}`): Promise<LimitsCgroup> {
   const support = cgroupSupport();
+  if (support.kind === 'none') return approximation(limits, support.why);
+  try {
+    return makeCgroup(limits, name, support.kind);
+  } catch (error) {
+    // e.g. a cgroup v2 root that does not hand cpu or memory down (cgroup.subtree_control): whatever was made goes.
+    for (const dir of [
+      join('/sys/fs/cgroup', name),
+      join('/sys/fs/cgroup/cpu', name),
+      join('/sys/fs/cgroup/memory', ownV1Path('memory'), name),
+    ]) {
+      try {
+        if (existsSync(dir)) rmdirSync(dir);
+      } catch {
+        // not ours to keep trying
+      }
+    }
+    return approximation(limits, `${support.kind}: could not set the limits: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+function makeCgroup(limits: ManifestLimits, name: string, kind: 'v1' | 'v2'): LimitsCgroup {
   const quotaUs = Math.round(limits.cpu * CFS_PERIOD_US);
   const shell = (procs: readonly string[]): Launch => {
     const writes = procs.map((_file, i) => `echo $$ > "$${i + 1}"`).join(' && ');
@@ -123,7 +144,7 @@ export async function makeLimitsCgroup(limits: ManifestLimits, name = `spark-exe
       args: ['-c', `${writes} && shift ${procs.length} && exec "$@"`, 'sh', ...procs, command, ...args],
     });
   };
-  if (support.kind === 'v2') {
+  if (kind === 'v2') {
     const dir = join('/sys/fs/cgroup', name);
     mkdirSync(dir);
     writeFileSync(join(dir, 'cpu.max'), `${quotaUs} ${CFS_PERIOD_US}`);
@@ -137,29 +158,31 @@ export async function makeLimitsCgroup(limits: ManifestLimits, name = `spark-exe
       remove: () => removeDirs([dir]),
     };
   }
-  if (support.kind === 'v1') {
-    const cpuDir = join('/sys/fs/cgroup/cpu', name);
-    const memDir = join('/sys/fs/cgroup/memory', ownV1Path('memory'), name);
-    mkdirSync(cpuDir);
-    mkdirSync(memDir);
-    writeFileSync(join(cpuDir, 'cpu.cfs_period_us'), String(CFS_PERIOD_US));
-    writeFileSync(join(cpuDir, 'cpu.cfs_quota_us'), String(quotaUs));
-    writeFileSync(join(memDir, 'memory.limit_in_bytes'), String(limits.memoryBytes));
-    return {
-      kind: 'v1',
-      label: `cgroup v1: cpu.cfs_quota_us ${quotaUs} / cfs_period_us ${CFS_PERIOD_US}, memory.limit_in_bytes ${limits.memoryText}`,
-      launch: shell([join(cpuDir, 'cgroup.procs'), join(memDir, 'cgroup.procs')]),
-      throttled: () => cpuStat(join(cpuDir, 'cpu.stat'), 'nr_periods', 'nr_throttled', 'throttled_time', 1e6),
-      peakMemoryBytes: () => readNumber(join(memDir, 'memory.max_usage_in_bytes')),
-      remove: () => removeDirs([cpuDir, memDir]),
-    };
-  }
+  const cpuDir = join('/sys/fs/cgroup/cpu', name);
+  const memDir = join('/sys/fs/cgroup/memory', ownV1Path('memory'), name);
+  mkdirSync(cpuDir);
+  mkdirSync(memDir);
+  writeFileSync(join(cpuDir, 'cpu.cfs_period_us'), String(CFS_PERIOD_US));
+  writeFileSync(join(cpuDir, 'cpu.cfs_quota_us'), String(quotaUs));
+  writeFileSync(join(memDir, 'memory.limit_in_bytes'), String(limits.memoryBytes));
+  return {
+    kind: 'v1',
+    label: `cgroup v1: cpu.cfs_quota_us ${quotaUs} / cfs_period_us ${CFS_PERIOD_US}, memory.limit_in_bytes ${limits.memoryText}`,
+    launch: shell([join(cpuDir, 'cgroup.procs'), join(memDir, 'cgroup.procs')]),
+    throttled: () => cpuStat(join(cpuDir, 'cpu.stat'), 'nr_periods', 'nr_throttled', 'throttled_time', 1e6),
+    peakMemoryBytes: () => readNumber(join(memDir, 'memory.max_usage_in_bytes')),
+    remove: () => removeDirs([cpuDir, memDir]),
+  };
+}
+
+/** No cgroup to be had: `taskset -c 0` (one whole CPU), labelled an approximation. */
+function approximation(limits: ManifestLimits, why: string): LimitsCgroup {
   const taskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
   return {
     kind: 'none',
     label: taskset
-      ? `APPROXIMATION (${support.why}): taskset -c 0, one whole CPU instead of ${limits.cpuText}, no memory limit`
-      : `NOT CONSTRAINED (${support.why}; no taskset either): the same as unconstrained`,
+      ? `APPROXIMATION (${why}): taskset -c 0, one whole CPU instead of ${limits.cpuText}, no memory limit`
+      : `NOT CONSTRAINED (${why}; no taskset either): the same as unconstrained`,
     launch: taskset
       ? (command, args) => ({ command: 'taskset', args: ['-c', '0', command, ...args] })
       : (command, args) => ({ command, args: [...args] }),
