@@ -315,8 +315,9 @@ export class FactView {
     const byExec = new Map<string, string[]>([...ids].map((id) => [id, []]));
     const order = this.order.next();
     // What a list shows held at some moment after it began: that moment is all it proves.
-    const at = this.now();
+    const startedAt = this.now();
     let complete = true;
+    const listed: PodFact[] = [];
     await forEachPage(
       (token) => this.ctx.client.listPods(this.namespace, selector, this.ctx.config.sweepPageSize, token),
       (items, page) => {
@@ -325,11 +326,13 @@ export class FactView {
         for (const item of items) {
           const fact = podFact(item, this.ctx.config.defaultBlockManagerPort);
           if (fact?.execId === undefined) continue;
-          this.notePod(fact, at, order);
+          listed.push(fact);
           byExec.get(fact.execId)?.push(fact.name);
         }
       },
     );
+    const at = answeredAt(startedAt, this.now());
+    for (const fact of listed) this.notePod(fact, at, order);
     for (const [execId, names] of byExec) {
       this.claimants.set(slotKey({ appId, execId }), complete ? { value: names, at, fresh: true, order } : remembered(names, at));
       // An empty list is a negative fact: never remembered.
@@ -362,7 +365,7 @@ export class FactView {
       fresh = true;
     }
     // A read shows what held at some moment after it began.
-    const at = entry.startedAt;
+    const at = answeredAt(entry.startedAt, this.now());
     this.pods.set(name, { value, at, fresh, order: fresh ? order : 0 });
     if (value !== 'absent') this.ctx.facts.pods.set(key, { value, at });
     else if (fresh) this.ctx.facts.pods.delete(key);
@@ -418,3 +421,11 @@ export class FactView {
     return { observation: { value: counted.value, at, fresh: true, order: this.order.next() }, epoch: counted.epoch };
   }
 }
+
+/**
+ * When a read shows what held: its start on the clock, unless the clock, set by this very answer,
+ * now says earlier — a process's first reads are stamped by its own clock before any answer set it
+ * (shared/kube/server-clock.ts), and one ahead of the API server's would date a "runs" after a
+ * gone mark written later (decide.ts: a remembered "runs" overrules a mark read > 2.5 s before it).
+ */
+const answeredAt = (startedAt: number, now: number): number => Math.min(startedAt, now);
