@@ -13,7 +13,7 @@ import { type ScenarioCluster, scenarioCluster } from './cluster.ts';
 import { realInvariantProblems } from './invariant-real.ts';
 import { waitUntil } from './observe.ts';
 import { type Plane, startPlane } from './plane.ts';
-import { writeJsonReport, writeReportFile } from './report-file.ts';
+import { reportAndStop, writeReportFile } from './report-file.ts';
 import { comparisonTable, compareWithOurSenders, type SenderComparison } from './sender-diff.ts';
 import { createPod, deletePod, driverPodBody, executorPodBody, markRunning, type PodRef } from './spark-pods.ts';
 
@@ -98,15 +98,7 @@ afterAll(async () => {
     disposition: r.disposition,
     port: r.remotePort,
   }));
-  try {
-    if (cluster !== undefined) writeJsonReport(cluster.endpoints.logDir, 'delivery-report.json', report);
-  } finally {
-    try {
-      await plane?.stop();
-    } finally {
-      await cluster?.stop();
-    }
-  }
+  await reportAndStop(cluster, plane, 'delivery-report.json', report);
 });
 
 describe('the real ApiServerSource adapter (Resource mode) against the real API server', () => {

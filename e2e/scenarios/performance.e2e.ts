@@ -24,7 +24,7 @@ import { rawGet } from '../adapter/kube-access.ts';
 import { type ScenarioCluster, scenarioCluster } from './cluster.ts';
 import { realInvariantProblems } from './invariant-real.ts';
 import { type Plane, startPlane } from './plane.ts';
-import { writeJsonReport, writeReportFile } from './report-file.ts';
+import { reportAndStop, writeReportFile } from './report-file.ts';
 import { createPod, deletePod, driverPodBody, executorPodBody, markPhase, markRunning, type PodRef } from './spark-pods.ts';
 
 const EXECUTORS = 100;
@@ -108,15 +108,7 @@ beforeAll(async () => {
 }, 30 * 60_000);
 
 afterAll(async () => {
-  try {
-    if (cluster !== undefined) writeJsonReport(cluster.endpoints.logDir, 'performance-report.json', report);
-  } finally {
-    try {
-      await plane?.stop();
-    } finally {
-      await cluster?.stop();
-    }
-  }
+  await reportAndStop(cluster, plane, 'performance-report.json', report);
 });
 
 interface RealFigures {

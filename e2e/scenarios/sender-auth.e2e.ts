@@ -29,7 +29,7 @@ import { type ScenarioCluster, scenarioCluster } from './cluster.ts';
 import { realInvariantProblems } from './invariant-real.ts';
 import { waitUntil } from './observe.ts';
 import { type Plane, TENANT, startPlane } from './plane.ts';
-import { writeJsonReport } from './report-file.ts';
+import { reportAndStop } from './report-file.ts';
 import { createPod, driverPodBody, executorPodBody, markRunning, type PodRef } from './spark-pods.ts';
 
 const report: Record<string, unknown> = {};
@@ -126,15 +126,7 @@ afterAll(async () => {
     status: r.status,
     port: r.remotePort,
   }));
-  try {
-    if (cluster !== undefined) writeJsonReport(cluster.endpoints.logDir, 'sender-auth-report.json', report);
-  } finally {
-    try {
-      await plane?.stop();
-    } finally {
-      await cluster?.stop();
-    }
-  }
+  await reportAndStop(cluster, plane, 'sender-auth-report.json', report);
 });
 
 describe('sender authentication with the real adapter’s OIDC tokens (knative/overlays/sender-auth)', () => {
