@@ -154,6 +154,22 @@ function outcome(world: World): string {
   return d.actions.map((a) => (a.kind === 'report' ? `${a.outcome}` : a.kind === 'patch' ? a.outcome : a.kind)).join(',');
 }
 
+/** Running, opted-in executors of the driver, freshly listed and read, whose Services do not exist yet. */
+function executorsWaitingForServices(ids: readonly string[]): { pods: Map<string, Observation<PodFact | 'absent'>>; slots: SlotFacts[] } {
+  const execs = ids.map((id) => runningExecutor({ name: `pi-exec-${id}`, uid: `exec-uid-${id}`, exec: id }));
+  const pods = new Map<string, Observation<PodFact | 'absent'>>([
+    [DRIVER.name, fresh(optedInDriver())],
+    ...execs.map((e): [string, Observation<PodFact>] => [e.name, fresh(e)]),
+  ]);
+  const slots: SlotFacts[] = execs.map((e) => ({
+    appId: APP,
+    execId: e.execId!,
+    service: fresh('absent' as const, 1),
+    claimants: fresh([e.name]),
+  }));
+  return { pods, slots };
+}
+
 describe('creating: only for an executor the API server shows running, with a running driver', () => {
   const base: World = {
     pods: [fresh(runningExecutor()), fresh(optedInDriver())],
@@ -327,17 +343,7 @@ describe('creating: only for an executor the API server shows running, with a ru
   });
 
   it('creates decided together count toward the cap: 97 Services and 5 executors waiting → 3 created, 2 skipped', () => {
-    const execs = ['1', '2', '3', '4', '5'].map((id) => runningExecutor({ name: `pi-exec-${id}`, uid: `exec-uid-${id}`, exec: id }));
-    const pods = new Map<string, Observation<PodFact | 'absent'>>([
-      [DRIVER.name, fresh(optedInDriver())],
-      ...execs.map((e): [string, Observation<PodFact>] => [e.name, fresh(e)]),
-    ]);
-    const slots: SlotFacts[] = execs.map((e) => ({
-      appId: APP,
-      execId: e.execId!,
-      service: fresh('absent' as const, 1),
-      claimants: fresh([e.name]),
-    }));
+    const { pods, slots } = executorsWaitingForServices(['1', '2', '3', '4', '5']);
     const decision = decide({ namespace: NS, pods, slots, ourServiceCount: fresh(97) }, RULES, NOW);
     const kinds = decision.actions.map((a) => (a.kind === 'report' ? a.outcome : a.kind));
     expect(kinds.filter((k) => k === 'create')).toHaveLength(3);
@@ -845,17 +851,7 @@ describe('caps: dead executors’ Services give way, one application cannot take
   });
 
   it('creates decided together count toward the application’s cap: 8 of 10 held, 3 executors waiting → 2 created, 1 skipped', () => {
-    const execs = ['1', '2', '3'].map((id) => runningExecutor({ name: `pi-exec-${id}`, uid: `exec-uid-${id}`, exec: id }));
-    const pods = new Map<string, Observation<PodFact | 'absent'>>([
-      [DRIVER.name, fresh(optedInDriver())],
-      ...execs.map((e): [string, Observation<PodFact>] => [e.name, fresh(e)]),
-    ]);
-    const slots: SlotFacts[] = execs.map((e) => ({
-      appId: APP,
-      execId: e.execId!,
-      service: fresh('absent' as const, 1),
-      claimants: fresh([e.name]),
-    }));
+    const { pods, slots } = executorsWaitingForServices(['1', '2', '3']);
     const facts: Facts = { namespace: NS, pods, slots, ourServiceCount: fresh(20), appServiceCounts: new Map([[APP, fresh(8)]]) };
     const kinds = decide(facts, { ...RULES, maxServicesPerApplication: 10, maxServicesRecountMargin: 2 }, NOW).actions.map((a) =>
       a.kind === 'report' ? a.outcome : a.kind,
