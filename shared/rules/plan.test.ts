@@ -20,6 +20,7 @@ import {
   type ExecutorPlan,
   type RememberedNearby,
   driverOptInLook,
+  executorEventLooks,
   markedButHintedRunning,
   planExecutorEvent,
   rememberedPodStandsIn,
@@ -342,6 +343,23 @@ describe('a driver event that says it runs: are its executors looked at (a late 
     ['OPT_IN_MODE=all: labels do not matter → no look', driver(), driver({ optIn: false }), 'all', false],
   ])('%s', (_name, hint, remembered, mode, look) => {
     expect(driverOptInLook(hint, remembered, mode).look).toBe(look);
+  });
+});
+
+// Only a running executor claims its slot (issue 17): the event of one that has not started can
+// change no Service, so it costs no read (issue 18: the first add of each batch listed 32 pods for
+// nothing). Whatever says an executor went is looked at, running or not.
+describe('which executor events are looked at at all', () => {
+  const rows: ReadonlyArray<readonly [string, PodFact, boolean, boolean]> = [
+    ['an add of a Pending executor: not looked at', executor('8', { running: false }), false, false],
+    ['an executor in phase Unknown (not running, not ended): not looked at', executor('8', { running: false }), false, false],
+    ['an add of an executor that already runs (the adapter starting up lists it): looked at', executor('8'), false, true],
+    ['an update that says it runs: looked at', executor('8', { deleting: true }), false, true],
+    ['a delete of a Pending executor: looked at (its slot may hold a Service of an earlier one)', executor('8', { running: false }), true, true],
+    ['a terminal phase: looked at', executor('8', { running: false, terminal: true }), true, true],
+  ];
+  it.each(rows)('%s', (_name, hint, goneHint, look) => {
+    expect(executorEventLooks(hint, goneHint).look).toBe(look);
   });
 });
 

@@ -14,7 +14,7 @@ import { OUR_SERVICES_SELECTOR, type ServiceFact, serviceFact } from '../model/s
 import { type PodFact, notAnExecutorSlot, podFact } from '../model/spark-pod.ts';
 import type { SlotKey } from '../rules/decide.ts';
 import { type EventResult, eventResult, ignored } from '../rules/outcome.ts';
-import { driverOptInLook, planExecutorEvent } from '../rules/plan.ts';
+import { driverOptInLook, executorEventLooks, planExecutorEvent } from '../rules/plan.ts';
 import { reconcileDriverEnded } from './driver-ended.ts';
 import { reconcileDriverOptedIn } from './driver-opted-in.ts';
 
@@ -48,6 +48,8 @@ export async function reconcilePodEvent(ctx: ReconcileContext, verb: Verb, pod: 
   }
   const notSlot = notAnExecutorSlot(hint, pod.metadata.labels?.[SPARK_EXECUTOR_ID_LABEL]);
   if (notSlot !== undefined) return ignored(notSlot, app);
+  const looks = executorEventLooks(hint, goneHint);
+  if (!looks.look) return ignored(looks.why, app);
   const slot: SlotKey = { appId: hint.appId, execId: hint.execId! };
   const memory = ctx.facts;
   const plan = planExecutorEvent(
