@@ -214,7 +214,8 @@ export class FactView {
 
   /** Reads what the decision needs: Services and claimants batched per application, pods one by one. */
   async read(needs: readonly Need[], forceGet: readonly SlotKey[]): Promise<void> {
-    this.order.beginRound(this.now());
+    // Ordered on the monotonic clock, as shared reads are (single-flight.ts begunAt).
+    this.order.beginRound(performance.now());
     const byName = new Set(forceGet.map(slotKey));
     const serviceSlots = needs.flatMap((n) => (n.kind === 'service' ? [n.slot] : []));
     const claimantSlots = needs.flatMap((n) => (n.kind === 'claimants' ? [n.slot] : []));
@@ -291,8 +292,10 @@ export class FactView {
         if (cached === undefined) return true;
         // A list begun before the event's executor existed does not name it: listed again.
         if (hint !== undefined && slotKey(hint.slot) === slotKey(slot) && !cached.value.includes(hint.pod.name)) return true;
-        this.claimants.set(slotKey(slot), remembered(cached.value, shared.startedAt));
-        for (const name of cached.value) this.rememberedPod(name, shared.startedAt);
+        // Dated as the list that wrote it was answered (answeredAt), not by the shared read's start:
+        // begun before the clock's first answer, that start may be on a clock ahead of the server's.
+        this.claimants.set(slotKey(slot), remembered(cached.value, cached.at));
+        for (const name of cached.value) this.rememberedPod(name, cached.at);
         return false;
       });
       if (remaining.length === 0) return;
@@ -356,7 +359,7 @@ export class FactView {
     let order = shared === undefined ? this.order.next() : this.order.roundStamp;
     let entry = this.ctx.facts.podReads.join(key, this.now(), undefined, read).entry;
     let value = await entry.result;
-    let fresh = shared === undefined || sharedReadIsFresh(entry.startedAt, this.order.roundStart);
+    let fresh = shared === undefined || sharedReadIsFresh(entry.begunAt, this.order.roundStart);
     if (!fresh && !rememberedPodStandsIn(this.look.trust, name, value)) {
       // An earlier read that says otherwise than this event about its own pod: read it ourselves.
       order = this.order.next();

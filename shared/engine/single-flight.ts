@@ -5,7 +5,14 @@
  * compares it with (shared/rules/observation.ts), and carries what the caller stored with it.
  */
 export interface InFlight<V, M> {
+  /** When it began, on the clock decisions date by (the API server's, once an answer set it). */
   readonly startedAt: number;
+  /**
+   * When it began on this process's monotonic clock: what "began before or after" is judged by.
+   * The dating clock can step back when its first answer arrives (shared/kube/server-clock.ts),
+   * so two of its readings taken across that answer do not order.
+   */
+  readonly begunAt: number;
   readonly result: Promise<V>;
   readonly meta: M;
 }
@@ -23,7 +30,7 @@ export class SingleFlight<K, V, M = undefined> {
 
   /** Starts `read` under `key`; the entry leaves the register when it settles (unless replaced by a newer one meanwhile). */
   start(key: K, startedAt: number, meta: M, read: () => Promise<V>): InFlight<V, M> {
-    const entry: InFlight<V, M> = { startedAt, result: read(), meta };
+    const entry: InFlight<V, M> = { startedAt, begunAt: performance.now(), result: read(), meta };
     this.flights.set(key, entry);
     const settle = (): void => {
       if (this.flights.get(key) === entry) this.flights.delete(key);

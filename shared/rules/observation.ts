@@ -30,7 +30,11 @@ export function readAfter(seen: Pick<Observation<unknown>, 'fresh' | 'order'> | 
   return seen?.fresh === true && seen.order > serviceOrder;
 }
 
-/** A read another event began is fresh for this round only if it began after the round did (else it may predate the round's facts). */
+/**
+ * A read another event began is fresh for this round only if it began after the round did (else it
+ * may predate the round's facts). Both on one monotonic clock: the clock decisions date by steps
+ * when its first answer arrives.
+ */
 export function sharedReadIsFresh(readStartedAt: number, roundStartedAt: number): boolean {
   return readStartedAt > roundStartedAt;
 }
@@ -46,13 +50,13 @@ export class ReadOrder {
     return ++this.seq;
   }
 
-  /** A round of reads begins now. */
+  /** A round of reads begins now (`now` on the process's monotonic clock, as shared reads' begunAt). */
   beginRound(now: number): void {
     this.roundStartedAt = now;
     this.roundSeq = this.next();
   }
 
-  /** When the current round of reads began (epoch ms). */
+  /** When the current round of reads began (monotonic ms). */
   get roundStart(): number {
     return this.roundStartedAt;
   }
