@@ -354,8 +354,13 @@ describe('which executor events are looked at at all', () => {
     ['an add of a Pending executor: not looked at', executor('8', { running: false }), false, false],
     ['an executor in phase Unknown (not running, not ended): not looked at', executor('8', { running: false }), false, false],
     ['an add of an executor that already runs (the adapter starting up lists it): looked at', executor('8'), false, true],
-    ['an update that says it runs: looked at', executor('8', { deleting: true }), false, true],
-    ['a delete of a Pending executor: looked at (its slot may hold a Service of an earlier one)', executor('8', { running: false }), true, true],
+    ['an update of a running executor under graceful deletion: looked at', executor('8', { deleting: true }), false, true],
+    [
+      'a delete of a Pending executor: looked at (its slot may hold a Service of an earlier one)',
+      executor('8', { running: false }),
+      true,
+      true,
+    ],
     ['a terminal phase: looked at', executor('8', { running: false, terminal: true }), true, true],
   ];
   it.each(rows)('%s', (_name, hint, goneHint, look) => {
