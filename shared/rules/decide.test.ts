@@ -14,6 +14,7 @@ const NS = 'spark';
 const APP = 'spark-0123456789abcdef0123456789abcdef';
 const SVC = `svc-${APP}-exec-1`;
 const NOW = Date.parse('2026-12-03T12:00:00Z');
+const HOUR_MS = 60 * 60_000;
 const RULES: Rules = {
   optInMode: 'label',
   cooldownSeconds: 300,
@@ -289,6 +290,18 @@ describe('creating: only for an executor the API server shows running, with a ru
       { ...base, pods: [remembered(runningExecutor(), 5_000), remembered(optedInDriver(), 5_000)] },
       'create',
     ],
+    // Issue 17, class 8: the API server's clock was set back (NTP restored) after these were read:
+    // a fact dated ahead of now has no known age.
+    [
+      'executor remembered, dated an hour ahead of now (the clock was set back since) → read it',
+      { ...base, pods: [remembered(runningExecutor(), -HOUR_MS), fresh(optedInDriver())] },
+      `need pod:${EXEC.name}`,
+    ],
+    [
+      'driver remembered, dated an hour ahead of now → read it',
+      { ...base, pods: [fresh(runningExecutor()), remembered(optedInDriver(), -HOUR_MS)] },
+      `need pod:${DRIVER.name}`,
+    ],
     [
       'driver remembered for longer than the TTL → read it',
       { ...base, pods: [fresh(runningExecutor()), remembered(optedInDriver(), 20_000)] },
@@ -391,6 +404,15 @@ describe('keeping: a running executor’s Service stays its own', () => {
       {
         ...base,
         pods: [remembered(runningExecutor(), 10 * 60_000), fresh(optedInDriver())],
+        service: fresh(svc({ goneAt: '2026-12-03T11:58:00Z' })),
+      },
+      `need pod:${EXEC.name}`,
+    ],
+    [
+      'marked gone, executor remembered alive dated an hour ahead of now (read before the clock was set back, so before the mark) → read it',
+      {
+        ...base,
+        pods: [remembered(runningExecutor(), -HOUR_MS), fresh(optedInDriver())],
         service: fresh(svc({ goneAt: '2026-12-03T11:58:00Z' })),
       },
       `need pod:${EXEC.name}`,

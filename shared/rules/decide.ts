@@ -75,6 +75,15 @@ export interface Facts {
 const MARK_PRECISION_MS = 1_000;
 const SHARED_CLOCK_UNCERTAINTY_MS = 2_500;
 
+/**
+ * A time more than that ahead of now was read before the API server's clock was set back (NTP
+ * restored after it ran ahead; the ServerClock follows it back): it orders against nothing written
+ * since and its age is unknown, so it justifies nothing but a read.
+ */
+const datedAheadOfNow = (at: number, now: number): boolean => at > now + SHARED_CLOCK_UNCERTAINTY_MS;
+const rememberedTooLong = (seen: { readonly at: number; readonly fresh: boolean }, now: number, rules: Rules): boolean =>
+  !seen.fresh && (now - seen.at > rules.factTtlMs || datedAheadOfNow(seen.at, now));
+
 const markValue = (now: number): string => new Date(Math.floor(now / MARK_PRECISION_MS) * MARK_PRECISION_MS).toISOString();
 
 export type Rules = Pick<
@@ -399,7 +408,7 @@ type Eligibility =
  */
 function eligibility(facts: Facts, claimant: Claimant, rules: Rules, now: number): Eligibility {
   const { pod } = claimant;
-  if (!claimant.fresh && now - claimant.at > rules.factTtlMs) return { eligible: 'unknown', need: { kind: 'pod', name: pod.name } };
+  if (rememberedTooLong(claimant, now, rules)) return { eligible: 'unknown', need: { kind: 'pod', name: pod.name } };
   if (!pod.port.ok) return { eligible: false, reason: pod.port.reason };
   const owner = pod.controllerPod;
   if (owner === undefined) {
@@ -411,7 +420,7 @@ function eligibility(facts: Facts, claimant: Claimant, rules: Rules, now: number
   const ownerState = podState(facts, owner);
   if (ownerState.state === 'unknown') return { eligible: 'unknown', need: ownerState.need };
   if (ownerState.state === 'gone') return { eligible: false, reason: `driver pod ${owner.name} is gone (${ownerState.how})` };
-  if (!ownerState.fresh && now - ownerState.at > rules.factTtlMs) return { eligible: 'unknown', need: { kind: 'pod', name: owner.name } };
+  if (rememberedTooLong(ownerState, now, rules)) return { eligible: 'unknown', need: { kind: 'pod', name: owner.name } };
   if (rules.optInMode === 'label' && !pod.optIn && !ownerState.fact.optIn) {
     return { eligible: false, reason: 'not opted in (executor and driver pod lack spark-exec-svc/enabled=true)', optedOut: true };
   }
@@ -519,9 +528,12 @@ function decideSlot(facts: Facts, slot: SlotFacts, rules: Rules, now: number, mo
 
   if (recorded.state === 'alive') {
     // Evidence older than the mark cannot overrule it: the mark was put on a fresh read. Only a
-    // read begun after this Service was read, or one begun surely after the mark was written, can.
+    // read begun after this Service was read, or one begun surely after the mark was written, can
+    // (one dated ahead of now was dated before the clock was set back: it is not after anything).
     const readAfterService = readAfter(recorded, after);
-    const markStands = markedAt !== undefined && !readAfterService && !(recorded.at > markedAt + SHARED_CLOCK_UNCERTAINTY_MS);
+    const surelyAfterMark =
+      markedAt !== undefined && recorded.at > markedAt + SHARED_CLOCK_UNCERTAINTY_MS && !datedAheadOfNow(recorded.at, now);
+    const markStands = markedAt !== undefined && !readAfterService && !surelyAfterMark;
     if (markStands) return { needs: [{ kind: 'pod', name: identity.executor.name }] };
     return upkeep(facts, slot, service, identity, recorded);
   }
