@@ -10,7 +10,7 @@
  *   node bench/hostile-requests.ts [--bodies 20] [--connections 200] [--env KEY=VALUE ...]
  *
  * Loopback only; everything it starts ends with it. A script, not a timed test: the tests
- * (test/security/request-limits.test.ts) assert bounds, this prints figures.
+ * (test/adversarial/edge-limits.test.ts) assert bounds, this prints figures.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
