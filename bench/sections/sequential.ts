@@ -1119,11 +1119,14 @@ function stepStats(apps: readonly AppRun[]): StepStats[] {
 export const TIME_GROUPS: ReadonlyArray<{ readonly group: string; readonly steps: readonly Step[] }> = [
   // Since issue 17 the Services are made at the running update (only a running executor claims its slot).
   {
-    group: "scale-up: first add of each batch (a list of the batch's claimants)",
+    group: 'scale-up: first add of each batch (a Pending executor: no call)',
     steps: ['add: first of a later batch', 'add: first executor of the app'],
   },
   { group: 'scale-up: rest of a batch (no call)', steps: ['add: rest of a batch'] },
-  { group: "scale-up: running (the first of a batch: list, count, the batch's creates)", steps: ['update: running'] },
+  {
+    group: "scale-up: running (the first of a batch: its pods, its Services, once per app the driver and the count, the batch's creates)",
+    steps: ['update: running'],
+  },
   { group: 'scale-up: scheduled, creating, ready (no-op)', steps: ['update: scheduled', 'update: creating', 'update: ready'] },
   { group: 'teardown: deletionTimestamp + delete (no-op)', steps: ['update: deletionTimestamp (still Running)', 'delete'] },
   { group: 'teardown: phase Failed (a list + marks per 32, else nothing)', steps: ['update: phase Failed'] },
