@@ -8,9 +8,11 @@
  * Found open by the review of issue 17 class 8.
  */
 import { describe, expect, it } from 'vitest';
-import type { KubeClient } from '../kube/client.ts';
-import { Pod } from '../model/k8s-objects.ts';
+import type { KubeClient, Page } from '../kube/client.ts';
+import { Pod, type Service } from '../model/k8s-objects.ts';
+import { podFact } from '../model/spark-pod.ts';
 import type { Config } from '../ops/config.ts';
+import { planExecutorEvent } from '../rules/plan.ts';
 import type { ReconcileContext } from './context.ts';
 import { FactCache } from './memory.ts';
 import { FactView } from './observe.ts';
@@ -87,6 +89,58 @@ describe('a shared pod read begun before a round, across a step of the dating cl
       const seen = second.facts([]).pods.get(NAME);
       expect(seen?.fresh).toBe(true);
       expect(seen?.value, 'what the later round may decide from').not.toBe('absent');
+    });
+  }
+});
+
+// Issue 18: an update whose Service the process does not remember reads the Services of the slots
+// its list finds claimed before it decides (never a create that fails with 409). Which Services
+// those are needs no pod: the list of them by exec id goes out with the list of the pods — one
+// round trip per batch instead of two. An add keeps the optimistic create and reads no Service.
+describe('the Services an update must read before it decides, read with its claimant list', () => {
+  for (const update of [true, false]) {
+    it(`${update ? 'an update' : 'an add'} of a running executor the process knows nothing of: ${update ? 'the window’s Services are listed while the pods are' : 'no Service is read'}`, async () => {
+      const calls: string[] = [];
+      const podLists: Array<(page: Page<Pod>) => void> = [];
+      const client = {
+        listPods: (_ns: string, selector: string) => {
+          calls.push(`list pods ${selector}`);
+          return new Promise<Page<Pod>>((resolve) => podLists.push(resolve));
+        },
+        listServices: (_ns: string, selector: string) => {
+          calls.push(`list services ${selector}`);
+          return Promise.resolve<Page<Service>>({ items: [], continueToken: undefined, skipped: [] });
+        },
+        readService: (_ns: string, name: string) => {
+          calls.push(`get service ${name}`);
+          return Promise.resolve(undefined);
+        },
+      } as unknown as KubeClient;
+      const ctx: ReconcileContext = {
+        client,
+        config: { defaultBlockManagerPort: 7079, sweepPageSize: 500 } as unknown as Config,
+        now: () => new Date('2026-12-05T12:00:00Z'),
+        log: { debug() {}, info() {}, warn() {}, error() {} },
+        facts: new FactCache(),
+      };
+      const hint = podFact(runningExecutor(), 7079)!;
+      const slot = { appId: hint.appId!, execId: hint.execId! };
+      const plan = planExecutorEvent({ hint, slot, goneHint: false, update }, { serviceOf: () => undefined }, Date.now());
+      const view = new FactView(ctx, { namespace: NS, slots: [slot], look: plan.look });
+      const read = view.read([{ kind: 'claimants', slot }], []);
+      await settle();
+      // The pod list is still unanswered.
+      expect(calls.filter((c) => c.startsWith('list pods')).length).toBe(1);
+      expect(calls.filter((c) => c.startsWith('list services')).length, 'Service lists sent before the pods are known').toBe(
+        update ? 1 : 0,
+      );
+      podLists[0]!({ items: [runningExecutor()], continueToken: undefined, skipped: [] });
+      await read;
+      expect(view.claimedUnknownServices([slot]), 'nothing left to read before deciding').toEqual(update ? [] : [slot]);
+      expect(
+        calls.filter((c) => c.startsWith('get service')),
+        'no Service read by name',
+      ).toEqual([]);
     });
   }
 });
