@@ -39,6 +39,27 @@ export async function ok(reply: Promise<PostedReply>, what: string): Promise<Pos
   expect(r.status, `${what}: ${r.text}`).toBe(200);
   return r;
 }
+/**
+ * At the cap (`cap` Services), a live executor's add reaches the instance at `url`: a dead
+ * executor's Service (`deadService`) is gone or still marked — never unmarked — and the live one
+ * gets its Service; the invariant holds after.
+ */
+export async function addAtCapGivesWay(
+  e: KubeEmulator,
+  url: string,
+  live: ReadonlySet<string>,
+  deadService: string,
+  pod: PodBody,
+  cap: number,
+): Promise<void> {
+  const labels = pod.metadata.labels ?? {};
+  const reply = await ok(sendTo(url, 'add', pod), `add of ${pod.metadata.name} at the cap`);
+  const dead = serviceIn(e, deadService);
+  expect(dead === undefined || marked(e, deadService), `the dead executor's Service ${deadService} is gone or still marked`).toBe(true);
+  const made = svcName(labels['spark-app-selector']!, labels['spark-exec-id']!);
+  expect(serviceIn(e, made), `${pod.metadata.name}'s Service (${reply.text})`).toBeDefined();
+  check(e, live, `add of ${pod.metadata.name} at the cap`, cap);
+}
 /** A function instance on the same API server whose process caches the test can look at (for leaks only). */
 export const instanceWithCaches = (emulator: KubeEmulator, env: Record<string, string> = {}): Promise<Harness> =>
   startHarness({ LOG_LEVEL: 'error', ...env }, { emulator, logger: jsonLogger('error', () => undefined) });
