@@ -137,7 +137,10 @@ export class FactView {
   private markedServices(): SlotFacts[] {
     const candidates: SlotFacts[] = [];
     for (const [key, { slot, seen }] of this.marked) {
-      const service = this.services.get(key) ?? seen;
+      // The view's own version only when read or written after the count listed it: a window list
+      // sent with a claimant list (listClaimants) may be older than the count, and take back a mark.
+      const mine = this.services.get(key);
+      const service = mine !== undefined && mine.order > seen.order ? mine : seen;
       if (service.value === 'absent' || service.value.goneAt === undefined || service.value.uid !== seen.value.uid) continue;
       candidates.push({ appId: slot.appId, execId: slot.execId, service, claimants: this.claimants.get(key) });
       if (service.value.owner !== undefined) this.rememberedPod(service.value.owner.name);

@@ -9,7 +9,7 @@
  * this only keeps the numbers honest.
  */
 import type { ServiceFact } from '../model/service-spec.ts';
-import type { Observation } from '../rules/observation.ts';
+import { type Observation, datedAheadOfNow } from '../rules/observation.ts';
 import { SingleFlight } from './single-flight.ts';
 
 /** A counted number of our Services is trusted this long, kept current by our own creates and deletes meanwhile. */
@@ -21,8 +21,14 @@ const APP_COUNTS_KEPT = 4096;
 
 export interface Counted {
   readonly value: number;
-  /** When the count began (its epoch): our writes since then are in `value`. */
+  /** When the count began, on the dating clock (the API server's): how old it is. */
   readonly at: number;
+  /**
+   * When the count began on this process's monotonic clock (its epoch): our writes since then are
+   * in `value`, and which of two counts is newer is judged by it — the dating clock steps back at
+   * its first answer or when the API server's is set back (as shared reads, single-flight.ts).
+   */
+  readonly epoch: number;
 }
 
 /** What one count read found: how many, and the gone-marked ones among them (oldest first, at most MARKED_KEPT). */
@@ -71,9 +77,9 @@ export class ServiceCounts {
     return this.counts.get(key);
   }
 
-  set(key: string, count: number, at: number): void {
+  set(key: string, count: number, at: number, epoch: number = performance.now()): void {
     this.counts.delete(key);
-    this.counts.set(key, { value: count, at });
+    this.counts.set(key, { value: count, at, epoch });
     if (this.counts.size > APP_COUNTS_KEPT) {
       // Insertion order is age order (set re-inserts): drop the oldest, which a decision would recount anyway.
       for (const old of this.counts.keys()) {
@@ -86,7 +92,7 @@ export class ServiceCounts {
   /** Our own create (+1) or delete (−1) succeeded. */
   adjust(key: string, delta: number): void {
     const known = this.counts.get(key);
-    if (known !== undefined) this.counts.set(key, { value: Math.max(0, known.value + delta), at: known.at });
+    if (known !== undefined) this.counts.set(key, { ...known, value: Math.max(0, known.value + delta) });
   }
 
   /** Concurrent decisions each count what the others are about to create. */
@@ -103,8 +109,8 @@ export class ServiceCounts {
   /** A count remembered within COUNT_MAX_AGE_MS, as a remembered observation (enough to create, never to refuse). */
   remembered(key: string, now: number): { observation: Observation<number>; epoch: number } | undefined {
     const known = this.counts.get(key);
-    if (known === undefined || now - known.at > COUNT_MAX_AGE_MS) return undefined;
-    return { observation: { value: known.value, at: known.at, fresh: false, order: 0 }, epoch: known.at };
+    if (known === undefined || now - known.at > COUNT_MAX_AGE_MS || datedAheadOfNow(known.at, now)) return undefined;
+    return { observation: { value: known.value, at: known.at, fresh: false, order: 0 }, epoch: known.epoch };
   }
 
   /** Counts afresh, sharing a count under way; the result includes our own creates since the count began. */
@@ -114,13 +120,14 @@ export class ServiceCounts {
     list: () => Promise<CountRead>,
   ): Promise<{ value: number; epoch: number | undefined; marked: readonly ServiceFact[] }> {
     const { entry } = this.reads.join(key, now, undefined, async () => {
+      const epoch = performance.now();
       const read = await list();
-      this.set(key, read.count, now);
+      this.set(key, read.count, now, epoch);
       return read;
     });
     const read = await entry.result;
     const current = this.counts.get(key);
-    return { value: Math.max(read.count, current?.value ?? 0), epoch: current?.at, marked: read.marked };
+    return { value: Math.max(read.count, current?.value ?? 0), epoch: current?.epoch, marked: read.marked };
   }
 
   /**
@@ -129,7 +136,7 @@ export class ServiceCounts {
    */
   now(key: string, seen: Observation<number>, epoch: number | undefined): Observation<number> {
     const known = this.counts.get(key);
-    const counted = known !== undefined && epoch !== undefined && known.at >= epoch ? Math.max(seen.value, known.value) : seen.value;
+    const counted = known !== undefined && epoch !== undefined && known.epoch >= epoch ? Math.max(seen.value, known.value) : seen.value;
     return { ...seen, value: counted + this.underWay(key) };
   }
 }

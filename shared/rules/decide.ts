@@ -25,7 +25,7 @@ import {
   shapePatch,
 } from '../model/service-spec.ts';
 import type { PodFact, PodRef } from '../model/spark-pod.ts';
-import { type Observation, readAfter } from './observation.ts';
+import { type Observation, SHARED_CLOCK_UNCERTAINTY_MS, datedAheadOfNow, readAfter } from './observation.ts';
 import type { ReportOutcome } from './outcome.ts';
 
 export type { Observation } from './observation.ts';
@@ -66,21 +66,13 @@ export interface Facts {
 }
 
 /**
- * `now`, a fact's `at` and a gone mark are times on the API server's clock (shared/kube/
- * server-clock.ts), the one clock every instance shares (issue 17, class 8), read from its answers'
- * whole-second `Date`: a mark is written in whole seconds, and a time one instance read and one
- * another wrote may be up to about two seconds apart when they happened at once (each lags the
- * server by less than a second plus latency; the mark is truncated).
+ * `now`, a fact's `at` and a gone mark are times on the API server's clock (issue 17, class 8):
+ * a mark is written in whole seconds; how far two instances' readings may differ, and what a time
+ * dated ahead of now means, is shared/rules/observation.ts's (SHARED_CLOCK_UNCERTAINTY_MS,
+ * datedAheadOfNow).
  */
 const MARK_PRECISION_MS = 1_000;
-const SHARED_CLOCK_UNCERTAINTY_MS = 2_500;
 
-/**
- * A time more than that ahead of now was read before the API server's clock was set back (NTP
- * restored after it ran ahead; the ServerClock follows it back): it orders against nothing written
- * since and its age is unknown, so it justifies nothing but a read.
- */
-const datedAheadOfNow = (at: number, now: number): boolean => at > now + SHARED_CLOCK_UNCERTAINTY_MS;
 const rememberedTooLong = (seen: { readonly at: number; readonly fresh: boolean }, now: number, rules: Rules): boolean =>
   !seen.fresh && (now - seen.at > rules.factTtlMs || datedAheadOfNow(seen.at, now));
 

@@ -21,6 +21,21 @@ export interface Observation<T> {
 }
 
 /** A fact remembered from an earlier reconciliation (or shared from a read that may predate this one): it may keep or create, never prove gone. */
+/**
+ * Times an observation carries are on the API server's clock (shared/kube/server-clock.ts), the one
+ * clock every instance shares, read from its answers' whole-second `Date`: a time one instance read
+ * and one another wrote may be up to about two seconds apart when they happened at once (each lags
+ * the server by less than a second plus latency; a mark is truncated to the second).
+ */
+export const SHARED_CLOCK_UNCERTAINTY_MS = 2_500;
+
+/**
+ * A time more than that ahead of now was read before the API server's clock was set back (NTP
+ * restored after it ran ahead; the ServerClock follows it back): it orders against nothing written
+ * since and its age is unknown, so whatever is remembered with it justifies nothing but a read.
+ */
+export const datedAheadOfNow = (at: number, now: number): boolean => at > now + SHARED_CLOCK_UNCERTAINTY_MS;
+
 export function remembered<T>(value: T, at: number): Observation<T> {
   return { value, at, fresh: false, order: 0 };
 }

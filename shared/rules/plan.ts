@@ -10,7 +10,7 @@
 import type { PodFact } from '../model/spark-pod.ts';
 import type { ServiceFact } from '../model/service-spec.ts';
 import type { SlotKey } from './decide.ts';
-import type { Observation } from './observation.ts';
+import { type Observation, datedAheadOfNow } from './observation.ts';
 
 /** The cost rules: how widely an event looks (each one a number with its reason). */
 export const LOOK = {
@@ -194,7 +194,8 @@ export function executorEventLooks(hint: PodFact, goneHint: boolean): { readonly
  */
 function endedPeers(slot: SlotKey, remembered: RememberedNearby, now: number): { slots: SlotKey[]; executors: string[] } | undefined {
   const last = remembered.lastPeerLook;
-  if (last !== undefined && last.value === 0 && now - last.at < LOOK.quietPeersMs) return undefined;
+  // A look dated ahead of now (before the clock was set back) is of unknown age: it quiets nothing.
+  if (last !== undefined && last.value === 0 && now - last.at < LOOK.quietPeersMs && !datedAheadOfNow(last.at, now)) return undefined;
   const slots: SlotKey[] = [];
   const executors: string[] = [];
   const own = BigInt(slot.execId);
