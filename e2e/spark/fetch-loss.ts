@@ -9,7 +9,8 @@
  * - Spark creates the executor pods itself (`spark.kubernetes.allocation.batch.size`) from
  *   spark/executor-pod-template.yaml as documented, plus what an image would carry (the process
  *   kubelet has no images; see `imageStandIns`): Spark's home at /opt/spark, e2e/spark/entrypoint.sh
- *   (the stand-in for the image's /opt/entrypoint.sh) and the image's ENV (JAVA_HOME, SPARK_HOME).
+ *   (the stand-in for the image's /opt/entrypoint.sh), e2e/spark/decom.sh (the stand-in for its
+ *   /opt/decom.sh) and the image's ENV (JAVA_HOME, SPARK_HOME).
  *   Spark keeps the template container's `command` (BasicExecutorFeatureStep builds the container
  *   from it, `new ContainerBuilder(templateContainer)`, and appends `args: [executor]`), so the
  *   recipe's wrapper runs exactly as in a cluster: command → spark/executor-entrypoint.sh →
@@ -263,7 +264,7 @@ async function ensureDriverAccount(admin: ApiAccess, ns: string): Promise<void> 
 /**
  * spark/executor-pod-template.yaml as documented, plus what the executor image would carry — the
  * process kubelet runs host processes and has no images: Spark's home at /opt/spark, the stand-in
- * entrypoint at /opt/entrypoint.sh (hostPath volumes), the image's ENV (JAVA_HOME, SPARK_HOME); and
+ * entrypoint at /opt/entrypoint.sh and decommission script at /opt/decom.sh (hostPath volumes), the image's ENV (JAVA_HOME, SPARK_HOME); and
  * the job's control directory. Nothing of the recipe's own part is changed.
  */
 export function executorPodTemplate(line: SparkLine, jdk: string, controlDir: string): Record<string, unknown> {
@@ -288,10 +289,16 @@ function hostPath(name: string, path: string): Record<string, unknown> {
 
 function imageStandIns(line: SparkLine): { volumes: Array<Record<string, unknown>>; mounts: Array<Record<string, unknown>> } {
   return {
-    volumes: [hostPath('image-spark-home', line.home), hostPath('image-entrypoint', join(HERE, 'entrypoint.sh'))],
+    volumes: [
+      hostPath('image-spark-home', line.home),
+      hostPath('image-entrypoint', join(HERE, 'entrypoint.sh')),
+      hostPath('image-decom', join(HERE, 'decom.sh')),
+    ],
     mounts: [
       { name: 'image-spark-home', mountPath: '/opt/spark', readOnly: true },
       { name: 'image-entrypoint', mountPath: '/opt/entrypoint.sh', readOnly: true },
+      // Spark's preStop hook when spark.decommission.enabled (spark.kubernetes.decommission.script)
+      { name: 'image-decom', mountPath: '/opt/decom.sh', readOnly: true },
     ],
   };
 }
