@@ -92,8 +92,12 @@ public final class FetchLossJob {
     final List<Map<String, Object>> events = Collections.synchronizedList(new ArrayList<>());
 
     boolean sawJobEnd() {
+      return jobEnds() > 0;
+    }
+
+    long jobEnds() {
       synchronized (events) {
-        return events.stream().anyMatch(e -> "jobEnd".equals(e.get("kind")));
+        return events.stream().filter(e -> "jobEnd".equals(e.get("kind"))).count();
       }
     }
 
@@ -159,7 +163,7 @@ public final class FetchLossJob {
     }
   }
 
-  private static void waitFor(Path file, long timeoutMs) throws InterruptedException {
+  static void waitFor(Path file, long timeoutMs) throws InterruptedException {
     long deadline = System.currentTimeMillis() + timeoutMs;
     while (!Files.exists(file)) {
       if (System.currentTimeMillis() > deadline) throw new IllegalStateException("no " + file + " after " + timeoutMs + " ms");
