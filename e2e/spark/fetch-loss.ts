@@ -125,24 +125,15 @@ export const VARIANTS = {
 
 // ---- The run -----------------------------------------------------------------------------------------
 
-export interface FetchLossOptions {
-  readonly cluster: Cluster;
-  readonly admin: ApiAccess;
-  readonly namespace: string;
-  readonly line: SparkLine;
-  readonly variant: Variant;
-  readonly executors: number;
+export interface FetchLossOptions extends SparkAppOptions {
   readonly dataPartitions: number;
   readonly records: number;
-  /** Where logs, the event log and the job's result are copied. */
-  readonly logDir: string;
   /** Bound from driver start to all gates parked (JVM starts on a loaded 2-core machine are slow). */
   readonly startTimeoutMs: number;
   /** Bound from the loss to the job's end. */
   readonly jobTimeoutMs: number;
   /** Called once the loss is done; may throw to stop waiting (e.g. no FetchFailed in time). */
   readonly afterLoss?: (watch: LossWatch) => Promise<void>;
-  readonly log?: (line: string) => void;
 }
 
 export interface LossWatch {

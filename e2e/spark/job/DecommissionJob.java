@@ -24,7 +24,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeSet;
-import org.apache.spark.SparkConf;
 import org.apache.spark.api.java.JavaPairRDD;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.storage.StorageLevel;
@@ -63,21 +62,10 @@ public final class DecommissionJob {
     long expectedSum = records * (records - 1) / 2;
 
     Map<String, Object> result = new LinkedHashMap<>();
-    result.put("startedAtMs", System.currentTimeMillis());
-    JavaSparkContext sc = new JavaSparkContext(new SparkConf());
-    result.put("sparkVersion", sc.version());
     FetchLossJob.Recorder recorder = new FetchLossJob.Recorder();
-    sc.sc().addSparkListener(recorder);
-    result.put("applicationId", sc.sc().applicationId());
-    Files.writeString(control.resolve("app-id"), sc.sc().applicationId());
+    JavaSparkContext sc = FetchLossJob.start(control, recorder, result);
     try {
-      long deadline = System.currentTimeMillis() + 240_000;
-      // the driver is one of the infos
-      while (sc.sc().statusTracker().getExecutorInfos().length < executors + 1) {
-        if (System.currentTimeMillis() > deadline) throw new IllegalStateException("fewer than " + executors + " executors after 240 s");
-        Thread.sleep(50);
-      }
-      result.put("executorsRegisteredAtMs", System.currentTimeMillis());
+      FetchLossJob.awaitExecutors(sc, executors, result);
 
       List<Long> numbers = new ArrayList<>();
       for (long i = 0; i < records; i++) numbers.add(i);
@@ -123,14 +111,7 @@ public final class DecommissionJob {
       result.put("error", e.toString());
       throw e;
     } finally {
-      result.put("endedAtMs", System.currentTimeMillis());
-      long drain = System.currentTimeMillis() + 10_000;
-      while (System.currentTimeMillis() < drain && recorder.jobEnds() < 2 && !result.containsKey("error")) Thread.sleep(20);
-      result.put("events", new ArrayList<>(recorder.events));
-      Path tmp = control.resolve("result.json.tmp");
-      Files.writeString(tmp, new ObjectMapper().writerWithDefaultPrettyPrinter().writeValueAsString(result));
-      Files.move(tmp, control.resolve("result.json"));
-      sc.stop();
+      FetchLossJob.finish(sc, control, recorder, result, 2);
     }
   }
 }
