@@ -219,7 +219,8 @@ export async function runDecommission(o: DecommissionOptions): Promise<Decommiss
     const executorLog = readText(join(victimLogDir, 'spark-kubernetes-executor.log')).split('\n');
     const peerServiceHosts = executors.filter((e) => e.id !== victim.id).flatMap((e) => (e.service === undefined ? [] : [e.service.host]));
     const migrations = executorLog
-      .filter((l) => /Migrated .* to BlockManagerId\(|Replicat.* to BlockManagerId\(|migrated .* to /i.test(l))
+      // BlockManagerDecommissioner (3.5): "Migrated <ShuffleBlockInfo> (size: …) to <BlockManagerId> in <n> ms"
+      .filter((l) => /Migrated .* to BlockManagerId\(/.test(l))
       .map((line) => ({ line, peerHost: /BlockManagerId\([^,]+, ([^,]+),/.exec(line)?.[1] }));
     const events = result.events as Array<Record<string, unknown>>;
     const goMs = typeof result['goAtMs'] === 'number' ? result['goAtMs'] : goAtMs;
