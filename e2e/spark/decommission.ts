@@ -17,7 +17,7 @@
  *   stage is skipped when the lost executor's output was migrated, and its tasks fetch from the
  *   peers that hold it now.
  */
-import { writeFileSync } from 'node:fs';
+import { copyFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { rawRequest } from '../adapter/kube-access.ts';
@@ -98,6 +98,8 @@ export interface DecommissionReport {
     /** decom.sh saw the JVM gone (`tail --pid` polls once a second). */
     jvmExitSeenSinceDeleteMs: number | undefined;
     preStopExitedSinceDeleteMs: number | undefined;
+    /** The last poll that still found the pod in the API (the Service present and unmarked then). */
+    lastSeenWithPodSinceDeleteMs: number | undefined;
     podGoneSinceDeleteMs: number | undefined;
     serviceMarkedSinceDeleteMs: number | undefined;
     serviceMarkedSincePodGoneMs: number | undefined;
@@ -210,7 +212,12 @@ export async function runDecommission(o: DecommissionOptions): Promise<Decommiss
     const { result, driverSucceeded, eventLogText } = await awaitJobEnd(o, app, driver, o.jobTimeoutMs);
     copyLogs(app.podLogDirs, app.artifacts);
 
-    const prestopLog = readText(join(victimLogDir, 'spark-kubernetes-executor.prestop.log'))
+    // The hook ends after the JVM (decom.sh's `tail --pid` looks once a second): its last lines, bounded.
+    const prestopFile = join(victimLogDir, 'spark-kubernetes-executor.prestop.log');
+    const hookEndDeadline = Date.now() + 15_000;
+    while (!/preStop exec (exited with code|not completed)/.test(readText(prestopFile)) && Date.now() < hookEndDeadline) await sleep(200);
+    copyFileSync(prestopFile, join(app.artifacts, `${victim.pod}.prestop.log`));
+    const prestopLog = readText(prestopFile)
       .split('\n')
       .filter((l) => l !== '');
     const find = (re: RegExp): string | undefined => prestopLog.find((l) => re.test(l));
@@ -247,6 +254,7 @@ export async function runDecommission(o: DecommissionOptions): Promise<Decommiss
         sigpwrSentSinceDeleteMs: since(isoTimeOf(find(/sent SIGPWR/))),
         jvmExitSeenSinceDeleteMs: since(isoTimeOf(find(/worker pid \d+ exited/))),
         preStopExitedSinceDeleteMs: since(isoTimeOf(exited)),
+        lastSeenWithPodSinceDeleteMs: whilePodExisted.at(-1)?.sinceDeleteMs,
         podGoneSinceDeleteMs: since(podGoneAtMs),
         serviceMarkedSinceDeleteMs: since(marked),
         serviceMarkedSincePodGoneMs: marked === undefined || podGoneAtMs === undefined ? undefined : marked - podGoneAtMs,
