@@ -90,14 +90,18 @@ describe.runIf(ENABLED)('Spark decommission', () => {
         const hookLog = report.preStop.log.join('\n');
         expect(hookLog).toMatch(/preStop exec .* started/);
         expect(hookLog).toMatch(/sent SIGPWR to \d+/);
-        expect(report.preStop.exitCode, hookLog).toBe(0);
         expect(report.timings.sigpwrSentSinceDeleteMs, hookLog).toBeLessThan(10_000);
         // The JVM acted on SIGPWR and left by itself once its blocks were migrated (not by SIGTERM).
         const decomLines = report.decommissionLines.join('\n');
         // ("Registering SIGPWR handler to trigger decommissioning." is logged at start; decommissionSelf logs this)
         expect(decomLines, 'the executor decommissioned itself').toMatch(/Decommission executor \d+/);
         expect(decomLines, 'exit after migration').toMatch(/all blocks migrated, stopping/);
-        expect(hookLog, "decom.sh saw the JVM exit within the hook's wait").toMatch(/worker pid \d+ exited/);
+        // decom.sh waits for the JVM; when the JVM exits first its hook ends with it (killed with the
+        // container's PID namespace in a runtime; by the process kubelet here), or it saw the exit.
+        expect(hookLog, 'the JVM exited while its hook waited').toMatch(
+          /preStop exec killed: the container's process exited|worker pid \d+ exited/,
+        );
+        expect(report.timings.jvmExitSinceDeleteMs, 'the JVM exited within the grace period').toBeLessThan(GRACE_S * 1000);
 
         // Blocks migrated to peers, addressed by their Services' names.
         expect(report.migrations.length, `migration lines in executor ${v.id}'s log`).toBeGreaterThan(0);

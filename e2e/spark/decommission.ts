@@ -95,8 +95,8 @@ export interface DecommissionReport {
     /** Times since the DELETE request (wall clock, same machine). */
     preStopStartedSinceDeleteMs: number | undefined;
     sigpwrSentSinceDeleteMs: number | undefined;
-    /** decom.sh saw the JVM gone (`tail --pid` polls once a second). */
-    jvmExitSeenSinceDeleteMs: number | undefined;
+    /** The JVM (the container's process) exited: the process kubelet's note, else decom.sh's (`tail --pid` looks once a second). */
+    jvmExitSinceDeleteMs: number | undefined;
     preStopExitedSinceDeleteMs: number | undefined;
     /** The last poll that still found the pod in the API (the Service present and unmarked then). */
     lastSeenWithPodSinceDeleteMs: number | undefined;
@@ -212,10 +212,11 @@ export async function runDecommission(o: DecommissionOptions): Promise<Decommiss
     const { result, driverSucceeded, eventLogText } = await awaitJobEnd(o, app, driver, o.jobTimeoutMs);
     copyLogs(app.podLogDirs, app.artifacts);
 
-    // The hook ends after the JVM (decom.sh's `tail --pid` looks once a second): its last lines, bounded.
+    // The hook's last lines (the process kubelet ends it when the JVM exits, as the container's PID
+    // namespace would), bounded.
     const prestopFile = join(victimLogDir, 'spark-kubernetes-executor.prestop.log');
     const hookEndDeadline = Date.now() + 15_000;
-    while (!/preStop exec (exited with code|not completed)/.test(readText(prestopFile)) && Date.now() < hookEndDeadline) await sleep(200);
+    while (!/preStop exec exited with code/.test(readText(prestopFile)) && Date.now() < hookEndDeadline) await sleep(200);
     copyFileSync(prestopFile, join(app.artifacts, `${victim.pod}.prestop.log`));
     const prestopLog = readText(prestopFile)
       .split('\n')
@@ -252,7 +253,9 @@ export async function runDecommission(o: DecommissionOptions): Promise<Decommiss
       timings: {
         preStopStartedSinceDeleteMs: since(isoTimeOf(find(/preStop exec .* started/))),
         sigpwrSentSinceDeleteMs: since(isoTimeOf(find(/sent SIGPWR/))),
-        jvmExitSeenSinceDeleteMs: since(isoTimeOf(find(/worker pid \d+ exited/))),
+        jvmExitSinceDeleteMs: since(
+          isoTimeOf(find(/preStop exec killed: the container's process exited/) ?? find(/worker pid \d+ exited/)),
+        ),
         preStopExitedSinceDeleteMs: since(isoTimeOf(exited)),
         lastSeenWithPodSinceDeleteMs: whilePodExisted.at(-1)?.sinceDeleteMs,
         podGoneSinceDeleteMs: since(podGoneAtMs),

@@ -831,7 +831,7 @@ func (p *provider) stopContainer(r *podRun, c *containerRun, proc *procHandle, g
 	var hookTook time.Duration
 	var hook *procHandle
 	if c.spec.Lifecycle != nil && c.spec.Lifecycle.PreStop != nil && grace >= time.Second {
-		hookTook, hook = p.runPreStop(r, c, grace)
+		hookTook, hook = p.runPreStop(r, c, proc, grace)
 	}
 	window := stopWindow(grace, hookTook)
 	select {
@@ -859,13 +859,14 @@ func (p *provider) stopContainer(r *podRun, c *containerRun, proc *procHandle, g
 
 // runPreStop runs the container's preStop hook and waits for it at most the grace period, as
 // executePreStopHook does (pkg/kubelet/kuberuntime/kuberuntime_container.go at v1.34); it returns
-// how long it waited and, for an exec hook, its process (nil once done). An exec hook runs the
+// how long it waited and, for an exec hook, its process (nil once done; killed when the container's
+// process exits first, as its PID namespace would take it). An exec hook runs the
 // hook's command (not $(VAR)-expanded, as a runtime's exec) with the container's environment,
 // mounts, hostname and network namespace (spawn with the container's spec, argv replaced). A sleep
 // hook sleeps; httpGet and tcpSocket hooks are not supported here: logged and skipped. The hook's
 // start, exit code and duration go to <logDir>/<container>.prestop.log, with its output (a real
 // kubelet keeps an exec hook's output only in the FailedPreStopHook event's message).
-func (p *provider) runPreStop(r *podRun, c *containerRun, grace time.Duration) (time.Duration, *procHandle) {
+func (p *provider) runPreStop(r *podRun, c *containerRun, proc *procHandle, grace time.Duration) (time.Duration, *procHandle) {
 	k := key(r.pod.Namespace, r.pod.Name)
 	name := c.spec.Name + ".prestop"
 	note := func(format string, a ...any) {
@@ -906,6 +907,14 @@ func (p *provider) runPreStop(r *podRun, c *containerRun, grace time.Duration) (
 		}()
 		select {
 		case <-hook.done:
+			return time.Since(start), nil
+		case <-proc.done:
+			// The container's process ended while its hook ran (e.g. decom.sh waiting for the JVM it
+			// signalled). In a runtime the hook runs in the container's PID namespace, and the end of
+			// that namespace's init kills every process in it (pid_namespaces(7)): so here.
+			note("preStop exec killed: the container's process exited %d ms after the hook started", time.Since(start).Milliseconds())
+			_ = syscall.Kill(-hook.pid, syscall.SIGKILL)
+			<-hook.done
 			return time.Since(start), nil
 		case <-time.After(grace):
 			note("preStop exec not completed in the grace period (%s)", grace)
