@@ -11,6 +11,7 @@
  *    connect to the ClusterIP is refused (kube-proxy's REJECT) — the time from the delete call to
  *    the first refused connect is printed;
  *  - a pod ignoring SIGTERM is SIGKILLed after its grace period (exit 137);
+ *  - a preStop exec hook runs before SIGTERM, in the container's netns with its env;
  *  - deleting an owner pod makes the real garbage collector delete the Service it owns.
  * Needs root, iproute2, iptables and Go (see e2e/README.md); fails, naming what is missing, without.
  */
@@ -287,6 +288,62 @@ describe.each(MODES)('the real control plane and the process kubelet (kube-proxy
       .filter((t) => t !== undefined);
     if (terminated.length > 0) expect(terminated.at(-1)).toMatchObject({ exitCode: 137 });
     process.stderr.write(`[plane.e2e] SIGTERM-ignoring pod removed after ${elapsed} ms (grace 2 s)\n`);
+  });
+
+  it("a preStop exec hook runs first, in the container's netns with its env, bounded by the grace period; SIGTERM comes after it", async () => {
+    const ms = 'date +%s%3N';
+    await tenantApi.call('POST', `/api/v1/namespaces/${NS}/pods`, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'hooked', labels: { app: 'hooked' } },
+      spec: {
+        terminationGracePeriodSeconds: 10,
+        containers: [
+          {
+            name: 'main',
+            image: 'process-kubelet/none',
+            command: [
+              '/bin/sh',
+              '-c',
+              `trap 'echo got-TERM $(${ms}); exit 0' TERM; echo netns $(readlink /proc/self/ns/net); echo trap-set; while :; do sleep 0.1; done`,
+            ],
+            env: [{ name: 'HOOK_ENV', value: 'from-the-container' }],
+            lifecycle: {
+              preStop: {
+                exec: {
+                  command: [
+                    '/bin/sh',
+                    '-c',
+                    `echo hook-start $(${ms}) $HOOK_ENV netns $(readlink /proc/self/ns/net); sleep 3; echo hook-end $(${ms})`,
+                  ],
+                },
+              },
+            },
+          },
+        ],
+      },
+    });
+    await waitRunningReady(cluster.api, 'hooked');
+    const runtime = await cluster.podRuntime(NS, 'hooked');
+    await waitUntil('the shell to set its TERM trap', 30_000, async () =>
+      readFileOrEmpty(join(runtime.logDir, 'main.log')).includes('trap-set') ? true : undefined,
+    );
+    const t0 = Date.now();
+    await tenantApi.call('DELETE', `/api/v1/namespaces/${NS}/pods/hooked`);
+    await waitUntil('hooked to be removed', 30_000, async () => ((await getPod(cluster.api, 'hooked')) === undefined ? true : undefined));
+    const elapsed = Date.now() - t0;
+    const main = readFileOrEmpty(join(runtime.logDir, 'main.log'));
+    const hook = readFileOrEmpty(join(runtime.logDir, 'main.prestop.log'));
+    const at = (text: string, re: RegExp): number => Number(re.exec(text)?.[1]);
+    expect(hook, 'the kubelet logs the hook').toMatch(/preStop exec .* started \(grace period 10s\)/);
+    expect(hook).toMatch(/preStop exec exited with code 0 after \d+ ms/);
+    expect(hook, "the container's env").toMatch(/hook-start \d+ from-the-container /);
+    expect(/hook-start \d+ \S+ netns (\S+)/.exec(hook)?.[1], "the container's netns").toBe(/^netns (\S+)/m.exec(main)?.[1]);
+    // SIGTERM only after the hook (3 s); the whole deletion well within the grace period.
+    expect(at(main, /got-TERM (\d+)/)).toBeGreaterThanOrEqual(at(hook, /hook-end (\d+)/));
+    expect(elapsed).toBeGreaterThanOrEqual(3000);
+    expect(elapsed).toBeLessThan(10_000);
+    process.stderr.write(`[plane.e2e] pod with a 3 s preStop hook removed after ${elapsed} ms (grace 10 s)\n`);
   });
 
   it('deleting an owner pod makes the real garbage collector delete the Service it owns', async () => {

@@ -9,7 +9,8 @@
  * - Spark creates the executor pods itself (`spark.kubernetes.allocation.batch.size`) from
  *   spark/executor-pod-template.yaml as documented, plus what an image would carry (the process
  *   kubelet has no images; see `imageStandIns`): Spark's home at /opt/spark, e2e/spark/entrypoint.sh
- *   (the stand-in for the image's /opt/entrypoint.sh) and the image's ENV (JAVA_HOME, SPARK_HOME).
+ *   (the stand-in for the image's /opt/entrypoint.sh), e2e/spark/decom.sh (the stand-in for its
+ *   /opt/decom.sh) and the image's ENV (JAVA_HOME, SPARK_HOME).
  *   Spark keeps the template container's `command` (BasicExecutorFeatureStep builds the container
  *   from it, `new ContainerBuilder(templateContainer)`, and appends `args: [executor]`), so the
  *   recipe's wrapper runs exactly as in a cluster: command → spark/executor-entrypoint.sh →
@@ -124,24 +125,15 @@ export const VARIANTS = {
 
 // ---- The run -----------------------------------------------------------------------------------------
 
-export interface FetchLossOptions {
-  readonly cluster: Cluster;
-  readonly admin: ApiAccess;
-  readonly namespace: string;
-  readonly line: SparkLine;
-  readonly variant: Variant;
-  readonly executors: number;
+export interface FetchLossOptions extends SparkAppOptions {
   readonly dataPartitions: number;
   readonly records: number;
-  /** Where logs, the event log and the job's result are copied. */
-  readonly logDir: string;
   /** Bound from driver start to all gates parked (JVM starts on a loaded 2-core machine are slow). */
   readonly startTimeoutMs: number;
   /** Bound from the loss to the job's end. */
   readonly jobTimeoutMs: number;
   /** Called once the loss is done; may throw to stop waiting (e.g. no FetchFailed in time). */
   readonly afterLoss?: (watch: LossWatch) => Promise<void>;
-  readonly log?: (line: string) => void;
 }
 
 export interface LossWatch {
@@ -152,7 +144,7 @@ export interface LossWatch {
 
 const RestExecutor = z.looseObject({ id: z.string(), hostPort: z.string(), isActive: z.boolean() });
 const Event = z.looseObject({ kind: z.string(), atMs: z.number() });
-const JobResult = z.looseObject({
+export const JobResult = z.looseObject({
   sparkVersion: z.string(),
   applicationId: z.string(),
   correct: z.boolean().optional(),
@@ -263,7 +255,7 @@ async function ensureDriverAccount(admin: ApiAccess, ns: string): Promise<void> 
 /**
  * spark/executor-pod-template.yaml as documented, plus what the executor image would carry — the
  * process kubelet runs host processes and has no images: Spark's home at /opt/spark, the stand-in
- * entrypoint at /opt/entrypoint.sh (hostPath volumes), the image's ENV (JAVA_HOME, SPARK_HOME); and
+ * entrypoint at /opt/entrypoint.sh and decommission script at /opt/decom.sh (hostPath volumes), the image's ENV (JAVA_HOME, SPARK_HOME); and
  * the job's control directory. Nothing of the recipe's own part is changed.
  */
 export function executorPodTemplate(line: SparkLine, jdk: string, controlDir: string): Record<string, unknown> {
@@ -288,16 +280,23 @@ function hostPath(name: string, path: string): Record<string, unknown> {
 
 function imageStandIns(line: SparkLine): { volumes: Array<Record<string, unknown>>; mounts: Array<Record<string, unknown>> } {
   return {
-    volumes: [hostPath('image-spark-home', line.home), hostPath('image-entrypoint', join(HERE, 'entrypoint.sh'))],
+    volumes: [
+      hostPath('image-spark-home', line.home),
+      hostPath('image-entrypoint', join(HERE, 'entrypoint.sh')),
+      hostPath('image-decom', join(HERE, 'decom.sh')),
+    ],
     mounts: [
       { name: 'image-spark-home', mountPath: '/opt/spark', readOnly: true },
       { name: 'image-entrypoint', mountPath: '/opt/entrypoint.sh', readOnly: true },
+      // Spark's preStop hook when spark.decommission.enabled (spark.kubernetes.decommission.script)
+      { name: 'image-decom', mountPath: '/opt/decom.sh', readOnly: true },
     ],
   };
 }
 
 export function sparkConf(o: {
   appId: string;
+  appName: string;
   namespace: string;
   driverPod: string;
   prefix: string;
@@ -309,7 +308,7 @@ export function sparkConf(o: {
   return {
     'spark.master': 'k8s://https://10.96.0.1:443',
     'spark.submit.deployMode': 'client',
-    'spark.app.name': `fetch-loss-${o.variant.key}`,
+    'spark.app.name': o.appName,
     // As spark-submit in cluster mode labels the driver pod with the id before the driver runs.
     'spark.app.id': o.appId,
     'spark.kubernetes.namespace': o.namespace,
@@ -360,7 +359,7 @@ interface PodSummary {
   ownerUids: string[];
 }
 
-async function appPods(admin: ApiAccess, ns: string, appId: string): Promise<PodSummary[]> {
+export async function appPods(admin: ApiAccess, ns: string, appId: string): Promise<PodSummary[]> {
   const list = (await rawGet(admin, `/api/v1/namespaces/${ns}/pods?labelSelector=spark-app-selector%3D${appId},spark-role%3Dexecutor`)) as {
     items: Array<{
       metadata: { name: string; uid: string; labels?: Record<string, string>; ownerReferences?: Array<{ uid: string }> };
@@ -386,13 +385,13 @@ async function appServices(admin: ApiAccess, ns: string, appId: string): Promise
   );
 }
 
-async function podPhase(admin: ApiAccess, ns: string, name: string): Promise<string | undefined> {
+export async function podPhase(admin: ApiAccess, ns: string, name: string): Promise<string | undefined> {
   const answer = await rawRequest(admin, 'GET', `/api/v1/namespaces/${ns}/pods/${name}`);
   if (answer.status === 404) return 'Gone';
   return (answer.body as { status?: { phase?: string } }).status?.phase;
 }
 
-function readText(file: string): string {
+export function readText(file: string): string {
   try {
     return readFileSync(file, 'utf8');
   } catch {
@@ -400,7 +399,7 @@ function readText(file: string): string {
   }
 }
 
-function tail(text: string, lines = 40): string {
+export function tail(text: string, lines = 40): string {
   return text.split('\n').slice(-lines).join('\n');
 }
 
@@ -415,24 +414,54 @@ function netnsNames(): Set<string> {
   );
 }
 
-export async function runFetchLoss(o: FetchLossOptions): Promise<FetchLossReport> {
-  const { cluster, admin, namespace: ns } = o;
-  const log = o.log ?? (() => undefined);
+// ---- One application's driver pod, shared by runFetchLoss and runDecommission -------------------------
+
+export interface SparkAppOptions {
+  readonly cluster: Cluster;
+  readonly admin: ApiAccess;
+  readonly namespace: string;
+  readonly line: SparkLine;
+  readonly variant: Variant;
+  readonly executors: number;
+  /** Where logs, the event log and the job's result are copied. */
+  readonly logDir: string;
+  readonly log?: (line: string) => void;
+}
+
+/** One Spark application: its names, control directory, conf, and what must be undone at its end. */
+export interface SparkApp {
+  readonly appId: string;
+  readonly driverPod: string;
+  readonly control: string;
+  readonly eventLogDir: string;
+  readonly artifacts: string;
+  readonly conf: Record<string, string>;
+  readonly undo: Array<{ what: string; fn: () => Promise<void> | void }>;
+  readonly leftovers: string[];
+  /** Pod name → its log directory (filled by executorFacts). */
+  readonly podLogDirs: Map<string, string>;
+  /** Network namespaces of the run to check at the end besides the application's pods' own. */
+  readonly extraNetns: Array<{ netns: string; what: string }>;
+  readonly log: (line: string) => void;
+}
+
+/** Names, control directory, pod template and conf of one application (nothing on the cluster yet). */
+export function prepareApp(o: SparkAppOptions, naming: { podPrefix: string; appName: string }): SparkApp {
   const appId = `spark-${randomBytes(16).toString('hex')}`;
-  const driverPod = `fl-${o.variant.key}-${appId.slice(6, 14)}-driver`;
-  const prefix = `fl-${o.variant.key}-${appId.slice(6, 14)}`;
+  const prefix = `${naming.podPrefix}-${o.variant.key}-${appId.slice(6, 14)}`;
+  const driverPod = `${prefix}-driver`;
   const control = mkdtempSync('/tmp/sxs-spark-e2e-');
   chmodSync(control, 0o777);
   const eventLogDir = join(control, 'eventlog');
   mkdirSync(eventLogDir);
   const artifacts = join(o.logDir, `${o.variant.key}-${o.line.version}`);
   mkdirSync(artifacts, { recursive: true });
-  const jdk = javaHome();
   const templateFile = join(control, 'executor-pod-template.yaml');
-  writeFileSync(templateFile, dump(executorPodTemplate(o.line, jdk, control)));
+  writeFileSync(templateFile, dump(executorPodTemplate(o.line, javaHome(), control)));
   const conf = sparkConf({
     appId,
-    namespace: ns,
+    appName: naming.appName,
+    namespace: o.namespace,
     driverPod,
     prefix,
     executors: o.executors,
@@ -440,63 +469,229 @@ export async function runFetchLoss(o: FetchLossOptions): Promise<FetchLossReport
     eventLogDir,
     variant: o.variant,
   });
-  const undo: Array<{ what: string; fn: () => Promise<void> | void }> = [];
-  const leftovers: string[] = [];
-  const podLogDirs = new Map<string, string>();
-  let victimNetns: string | undefined;
+  return {
+    appId,
+    driverPod,
+    control,
+    eventLogDir,
+    artifacts,
+    conf,
+    undo: [],
+    leftovers: [],
+    podLogDirs: new Map(),
+    extraNetns: [],
+    log: o.log ?? (() => undefined),
+  };
+}
+
+export interface LaunchedDriver {
+  readonly driverPodCreatedAtMs: number;
+  /** The driver's log so far. */
+  driverLog(): string;
+}
+
+/** The driver's account, then its pod: `spark-submit --deploy-mode client --class <mainClass> job.jar <control> <jobArgs…>`. */
+export async function launchDriver(
+  o: SparkAppOptions,
+  app: SparkApp,
+  mainClass: string,
+  jobArgs: readonly string[],
+): Promise<LaunchedDriver> {
+  const { admin, namespace: ns } = o;
+  await ensureDriverAccount(admin, ns);
+  const args = ['/opt/spark/bin/spark-submit', '--class', mainClass];
+  for (const [k, v] of Object.entries(app.conf)) args.push('--conf', `${k}=${v}`);
+  args.push('/opt/spark/job/job.jar', app.control, ...jobArgs);
+  const jdk = javaHome();
+  const driverPodCreatedAtMs = Date.now();
+  const created = await rawRequest(admin, 'POST', `/api/v1/namespaces/${ns}/pods`, {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: app.driverPod,
+      namespace: ns,
+      labels: { 'spark-app-selector': app.appId, 'spark-role': 'driver', 'spark-app-name': app.conf['spark.app.name'] ?? '' },
+    },
+    spec: {
+      serviceAccountName: DRIVER_SA,
+      restartPolicy: 'Never',
+      terminationGracePeriodSeconds: 5,
+      containers: [
+        {
+          name: 'spark-kubernetes-driver',
+          image: 'e2e-no-image',
+          command: args,
+          env: [
+            { name: 'JAVA_HOME', value: jdk },
+            { name: 'SPARK_HOME', value: '/opt/spark' },
+            { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+          ],
+          volumeMounts: [...imageStandIns(o.line).mounts, { name: 'e2e-control', mountPath: app.control }],
+        },
+      ],
+      volumes: [...imageStandIns(o.line).volumes, hostPath('e2e-control', app.control)],
+    },
+  });
+  if (created.status !== 201) throw new Error(`create driver pod: HTTP ${created.status}: ${JSON.stringify(created.body)}`);
+  app.undo.push({ what: 'application pods', fn: () => deleteAppPods(admin, ns, app.appId, app.driverPod) });
+  const driverRuntime = await o.cluster.podRuntime(ns, app.driverPod, 60_000);
+  const driverLogFile = join(driverRuntime.logDir, 'spark-kubernetes-driver.log');
+  app.log(`${o.variant.key} ${o.line.version}: driver pod ${app.driverPod} (${driverRuntime.podIP}) started`);
+  return { driverPodCreatedAtMs, driverLog: () => readText(driverLogFile) };
+}
+
+/** Waits for a file the job writes in its control directory, failing when the driver ends first. */
+export async function awaitControlFile(
+  o: SparkAppOptions,
+  app: SparkApp,
+  driver: LaunchedDriver,
+  name: string,
+  timeoutMs: number,
+): Promise<string> {
+  const file = join(app.control, name);
+  const deadline = Date.now() + timeoutMs;
+  while (!existsSync(file)) {
+    const phase = await podPhase(o.admin, o.namespace, app.driverPod);
+    if (phase === 'Failed' || phase === 'Succeeded' || phase === 'Gone')
+      throw new Error(`driver ended (${phase}) before ${name}:\n${tail(driver.driverLog())}`);
+    if (Date.now() > deadline) throw new Error(`no ${name} after ${timeoutMs} ms:\n${tail(driver.driverLog())}`);
+    await sleep(100);
+  }
+  return readFileSync(file, 'utf8');
+}
+
+/** Each executor as the API, Spark's UI REST API and its container log show it; fills app.podLogDirs. */
+export async function executorFacts(o: SparkAppOptions, app: SparkApp): Promise<ExecutorFacts[]> {
+  const { admin, namespace: ns } = o;
+  const rest = await o.cluster.execInPod(
+    ns,
+    app.driverPod,
+    ['curl', '-sf', `http://127.0.0.1:${UI_PORT}/api/v1/applications/${app.appId}/executors`],
+    { timeoutMs: 20_000 },
+  );
+  if (rest.code !== 0) throw new Error(`Spark UI REST API: curl exit ${rest.code}: ${rest.stderr}`);
+  const restExecutors = z.array(RestExecutor).parse(JSON.parse(rest.stdout));
+  const pods = await appPods(admin, ns, app.appId);
+  const services = await appServices(admin, ns, app.appId);
+  const executors: ExecutorFacts[] = [];
+  for (const pod of pods) {
+    const runtime = await o.cluster.podRuntime(ns, pod.name, 10_000);
+    app.podLogDirs.set(pod.name, runtime.logDir);
+    const svc = services.get(pod.execId);
+    const containerLog = readText(join(runtime.logDir, 'spark-kubernetes-executor.log'));
+    executors.push({
+      id: pod.execId,
+      pod: pod.name,
+      podIP: runtime.podIP,
+      ownerUids: pod.ownerUids,
+      restHostPort: restExecutors.find((e) => e.id === pod.execId)?.hostPort,
+      service: svc === undefined ? undefined : { ...svc, host: `${svc.name}.${ns}.svc` },
+      wrapperLines: containerLog.split('\n').filter((l) => l.startsWith('spark-exec-svc:')),
+    });
+  }
+  return executors;
+}
+
+export interface JobOutcome {
+  readonly result: z.infer<typeof JobResult>;
+  readonly driverSucceeded: boolean;
+  /** The application's Spark event log, all files' text. */
+  readonly eventLogText: string;
+}
+
+/** Waits for the job's result.json and the driver pod's end; copies the driver's log, the result and the event log. */
+export async function awaitJobEnd(o: SparkAppOptions, app: SparkApp, driver: LaunchedDriver, timeoutMs: number): Promise<JobOutcome> {
+  const resultFile = join(app.control, 'result.json');
+  const jobDeadline = Date.now() + timeoutMs;
+  while (!existsSync(resultFile)) {
+    const phase = await podPhase(o.admin, o.namespace, app.driverPod);
+    if (phase === 'Failed' || phase === 'Gone') throw new Error(`driver ended (${phase}) without a result:\n${tail(driver.driverLog())}`);
+    if (Date.now() > jobDeadline) throw new Error(`no job result ${timeoutMs} ms after the loss:\n${tail(driver.driverLog())}`);
+    await sleep(200);
+  }
+  const result = JobResult.parse(JSON.parse(readFileSync(resultFile, 'utf8')));
+  let phase: string | undefined;
+  const endDeadline = Date.now() + 60_000;
+  do {
+    phase = await podPhase(o.admin, o.namespace, app.driverPod);
+    if (phase === 'Succeeded' || phase === 'Failed') break;
+    await sleep(200);
+  } while (Date.now() < endDeadline);
+  writeFileSync(join(app.artifacts, 'driver.log'), driver.driverLog());
+  writeFileSync(join(app.artifacts, 'result.json'), readFileSync(resultFile));
+  // Spark 4 writes a rolling event log by default: a directory eventlog_v2_<app>/events_<n>_<app>.
+  cpSync(app.eventLogDir, join(app.artifacts, 'eventlog'), { recursive: true });
+  const eventLogText = (readdirSync(app.eventLogDir, { recursive: true }) as string[])
+    .map((f) => readText(join(app.eventLogDir, f)))
+    .join('\n');
+  return { result, driverSucceeded: phase === 'Succeeded', eventLogText };
+}
+
+/** The end of every run: the undo steps, then nothing of the run may be left (pods' netns, JVMs, black hole). */
+export async function cleanupApp(o: SparkAppOptions, app: SparkApp): Promise<void> {
+  const { cluster, admin, namespace: ns } = o;
+  // Every pod of the application (the replacement executor Spark asks for included): its netns.
+  const podNetns: string[] = [];
   try {
-    await ensureDriverAccount(admin, ns);
+    for (const p of [app.driverPod, ...(await appPods(admin, ns, app.appId)).map((x) => x.name)])
+      podNetns.push((await cluster.podRuntime(ns, p, 1_000).catch(() => undefined))?.netns ?? '');
+  } catch {
+    /* the API is down: the harness's own check will say so */
+  }
+  for (const u of [...app.undo].reverse()) {
+    try {
+      await u.fn();
+    } catch (error) {
+      app.leftovers.push(`${u.what}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+  // Ours to check: the pods' netns, the black hole, the JVMs. The kubelet removes a deleted pod's
+  // netns and processes after the API has let it go: waited for, bounded.
+  const ours = [...app.extraNetns, ...podNetns.filter((n) => n !== '').map((netns) => ({ netns, what: 'of a deleted pod' }))];
+  const remaining = (): string[] => {
+    const names = netnsNames();
+    const left = ours
+      .filter((n, i, all) => names.has(n.netns) && all.findIndex((m) => m.netns === n.netns) === i)
+      .map((n) => `netns ${n.netns} ${n.what}`);
+    const jvms = run('pgrep', ['-f', app.control], 5_000).stdout.trim();
+    if (jvms !== '') left.push(`processes using ${app.control}: ${jvms.replace(/\n/g, ' ')}`);
+    return left;
+  };
+  const cleanDeadline = Date.now() + 30_000;
+  let left = remaining();
+  while (left.length > 0 && Date.now() < cleanDeadline) {
+    await sleep(250);
+    left = remaining();
+  }
+  app.leftovers.push(...left);
+  const route = await cluster.execInNode(['ip', 'route', 'show', 'type', 'blackhole']);
+  if (route.stdout.trim() !== '') app.leftovers.push(`blackhole route: ${route.stdout.trim()}`);
+  rmSync(app.control, { recursive: true, force: true });
+  if (app.leftovers.length > 0) app.log(`leftovers: ${app.leftovers.join('; ')}`);
+}
+
+// ---- The fetch-loss run --------------------------------------------------------------------------------
+
+export async function runFetchLoss(o: FetchLossOptions): Promise<FetchLossReport> {
+  const { cluster, admin, namespace: ns } = o;
+  const log = o.log ?? (() => undefined);
+  const app = prepareApp(o, { podPrefix: 'fl', appName: `fetch-loss-${o.variant.key}` });
+  const { appId, control, artifacts, conf, podLogDirs } = app;
+  try {
     // The pod CIDR's black hole in the node netns (see the header).
     const existing = await cluster.execInNode(['ip', 'route', 'show', 'type', 'blackhole', cluster.podCIDR]);
     if (existing.stdout.trim() === '') {
       const added = await cluster.execInNode(['ip', 'route', 'add', 'blackhole', cluster.podCIDR]);
       if (added.code !== 0) throw new Error(`ip route add blackhole ${cluster.podCIDR}: ${added.stderr}`);
-      undo.push({
+      app.undo.push({
         what: `blackhole route ${cluster.podCIDR}`,
         fn: async () => {
           await cluster.execInNode(['ip', 'route', 'del', 'blackhole', cluster.podCIDR]);
         },
       });
     }
-
-    const args = ['/opt/spark/bin/spark-submit', '--class', 'FetchLossJob'];
-    for (const [k, v] of Object.entries(conf)) args.push('--conf', `${k}=${v}`);
-    args.push('/opt/spark/job/job.jar', control, String(o.executors), String(o.dataPartitions), String(o.records));
-    const driverPodCreatedAtMs = Date.now();
-    const created = await rawRequest(admin, 'POST', `/api/v1/namespaces/${ns}/pods`, {
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: {
-        name: driverPod,
-        namespace: ns,
-        labels: { 'spark-app-selector': appId, 'spark-role': 'driver', 'spark-app-name': `fetch-loss-${o.variant.key}` },
-      },
-      spec: {
-        serviceAccountName: DRIVER_SA,
-        restartPolicy: 'Never',
-        terminationGracePeriodSeconds: 5,
-        containers: [
-          {
-            name: 'spark-kubernetes-driver',
-            image: 'e2e-no-image',
-            command: args,
-            env: [
-              { name: 'JAVA_HOME', value: jdk },
-              { name: 'SPARK_HOME', value: '/opt/spark' },
-              { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
-            ],
-            volumeMounts: [...imageStandIns(o.line).mounts, { name: 'e2e-control', mountPath: control }],
-          },
-        ],
-        volumes: [...imageStandIns(o.line).volumes, hostPath('e2e-control', control)],
-      },
-    });
-    if (created.status !== 201) throw new Error(`create driver pod: HTTP ${created.status}: ${JSON.stringify(created.body)}`);
-    undo.push({ what: 'application pods', fn: () => deleteAppPods(admin, ns, appId, driverPod) });
-    const driverRuntime = await cluster.podRuntime(ns, driverPod, 60_000);
-    const driverLogFile = join(driverRuntime.logDir, 'spark-kubernetes-driver.log');
-    const driverLog = (): string => readText(driverLogFile);
-    log(`${o.variant.key} ${o.line.version}: driver pod ${driverPod} (${driverRuntime.podIP}) started`);
+    const driver = await launchDriver(o, app, 'FetchLossJob', [String(o.executors), String(o.dataPartitions), String(o.records)]);
+    const { driverPodCreatedAtMs, driverLog } = driver;
 
     // Gates parked: one per executor.
     const startDeadline = Date.now() + o.startTimeoutMs;
@@ -509,7 +704,7 @@ export async function runFetchLoss(o: FetchLossOptions): Promise<FetchLossReport
           return { partition: Number(partition), execId: execId ?? '' };
         });
       if (gates.length >= o.executors) break;
-      const phase = await podPhase(admin, ns, driverPod);
+      const phase = await podPhase(admin, ns, app.driverPod);
       if (phase === 'Failed' || phase === 'Succeeded' || phase === 'Gone')
         throw new Error(`driver ended (${phase}) before the gates:\n${tail(driverLog())}`);
       if (Date.now() > startDeadline)
@@ -519,35 +714,7 @@ export async function runFetchLoss(o: FetchLossOptions): Promise<FetchLossReport
     const gatesParkedAtMs = Date.now();
     log(`${o.variant.key} ${o.line.version}: ${gates.length} gates parked after ${gatesParkedAtMs - driverPodCreatedAtMs} ms`);
 
-    // What Spark's UI REST API says about each executor's address.
-    const rest = await cluster.execInPod(
-      ns,
-      driverPod,
-      ['curl', '-sf', `http://127.0.0.1:${UI_PORT}/api/v1/applications/${appId}/executors`],
-      {
-        timeoutMs: 20_000,
-      },
-    );
-    if (rest.code !== 0) throw new Error(`Spark UI REST API: curl exit ${rest.code}: ${rest.stderr}`);
-    const restExecutors = z.array(RestExecutor).parse(JSON.parse(rest.stdout));
-    const pods = await appPods(admin, ns, appId);
-    const services = await appServices(admin, ns, appId);
-    const executors: ExecutorFacts[] = [];
-    for (const pod of pods) {
-      const runtime = await cluster.podRuntime(ns, pod.name, 10_000);
-      podLogDirs.set(pod.name, runtime.logDir);
-      const svc = services.get(pod.execId);
-      const containerLog = readText(join(runtime.logDir, 'spark-kubernetes-executor.log'));
-      executors.push({
-        id: pod.execId,
-        pod: pod.name,
-        podIP: runtime.podIP,
-        ownerUids: pod.ownerUids,
-        restHostPort: restExecutors.find((e) => e.id === pod.execId)?.hostPort,
-        service: svc === undefined ? undefined : { ...svc, host: `${svc.name}.${ns}.svc` },
-        wrapperLines: containerLog.split('\n').filter((l) => l.startsWith('spark-exec-svc:')),
-      });
-    }
+    const executors = await executorFacts(o, app);
     const gate0 = [...gates].sort((a, b) => a.partition - b.partition)[0];
     const victimFacts = executors.find((e) => e.id === gate0?.execId);
     if (victimFacts === undefined) throw new Error(`no executor pod for gate ${JSON.stringify(gate0)}`);
@@ -555,7 +722,8 @@ export async function runFetchLoss(o: FetchLossOptions): Promise<FetchLossReport
     copyLogs(podLogDirs, artifacts);
 
     // The loss: the executor's netns stops answering, then its pod is deleted.
-    victimNetns = victimRuntime.netns;
+    const victimNetns = victimRuntime.netns;
+    app.extraNetns.push({ netns: victimNetns, what: '(with the DROP rules)' });
     for (const chain of ['INPUT', 'OUTPUT']) {
       const r = run('ip', ['netns', 'exec', victimNetns, 'iptables', '-w', '-I', chain, '-j', 'DROP'], 10_000);
       if (!r.ok) throw new Error(`DROP in ${victimNetns}: ${r.stderr}`);
@@ -564,6 +732,7 @@ export async function runFetchLoss(o: FetchLossOptions): Promise<FetchLossReport
     const del = await rawRequest(admin, 'DELETE', `/api/v1/namespaces/${ns}/pods/${victimFacts.pod}?gracePeriodSeconds=0`);
     if (del.status !== 200) throw new Error(`delete ${victimFacts.pod}: HTTP ${del.status}`);
     log(`${o.variant.key} ${o.line.version}: executor ${victimFacts.id} (${victimFacts.pod}, ${victimFacts.podIP}) lost`);
+
     // The gates open once the lost executor's Service refuses connects (probed from a survivor's
     // netns), in every set-up alike. Before that, kube-proxy still DNATs its ClusterIP to the gone
     // pod IP, and a connect made then is pinned to it by conntrack and hangs like one to the pod IP
@@ -606,49 +775,13 @@ export async function runFetchLoss(o: FetchLossOptions): Promise<FetchLossReport
     await o.afterLoss?.({ lossAtMs, driverLog });
 
     // The job's end.
-    const resultFile = join(control, 'result.json');
-    const jobDeadline = Date.now() + o.jobTimeoutMs;
-    while (!existsSync(resultFile)) {
-      const phase = await podPhase(admin, ns, driverPod);
-      if (phase === 'Failed' || phase === 'Gone') throw new Error(`driver ended (${phase}) without a result:\n${tail(driverLog())}`);
-      if (Date.now() > jobDeadline) throw new Error(`no job result ${o.jobTimeoutMs} ms after the loss:\n${tail(driverLog())}`);
-      await sleep(200);
-    }
-    const result = JobResult.parse(JSON.parse(readFileSync(resultFile, 'utf8')));
-    let phase: string | undefined;
-    const endDeadline = Date.now() + 60_000;
-    do {
-      phase = await podPhase(admin, ns, driverPod);
-      if (phase === 'Succeeded' || phase === 'Failed') break;
-      await sleep(200);
-    } while (Date.now() < endDeadline);
+    const { result, driverSucceeded, eventLogText } = await awaitJobEnd(o, app, driver, o.jobTimeoutMs);
     const survivors = new Map([...podLogDirs].filter(([pod]) => pod !== victimFacts.pod));
     copyLogs(survivors, artifacts);
-    writeFileSync(join(artifacts, 'driver.log'), driverLog());
-    writeFileSync(join(artifacts, 'result.json'), readFileSync(resultFile));
-    // Spark 4 writes a rolling event log by default: a directory eventlog_v2_<app>/events_<n>_<app>.
-    cpSync(eventLogDir, join(artifacts, 'eventlog'), { recursive: true });
 
     const events = result.events as Array<Record<string, unknown>>;
     const after = (e: Record<string, unknown>): boolean => (e['atMs'] as number) >= lossAtMs;
-    const fetchFailures: FetchFailure[] = events
-      .filter((e) => e['kind'] === 'taskEnd' && e['reason'] === 'FetchFailed')
-      .map((e) => {
-        const from = e['fetchFrom'] as { host: string; port: number } | undefined;
-        const message = String(e['message']);
-        return {
-          sinceLossMs: (e['atMs'] as number) - lossAtMs,
-          executorId: String(e['executorId']),
-          host: from?.host,
-          port: from?.port,
-          cause: causeOf(message),
-          // the exception and its causes, without the stack frames
-          message: message
-            .split('\n')
-            .filter((l, i) => i === 0 || l.startsWith('Caused by:'))
-            .join('\n'),
-        };
-      });
+    const fetchFailures = fetchFailuresOf(events, lossAtMs);
     const resubmitted = events.find((e) => e['kind'] === 'stageSubmitted' && (e['attempt'] as number) > 0 && after(e));
     const jobEnd = events.find((e) => e['kind'] === 'jobEnd');
     const victimAddress = victimFacts.service?.host ?? victimFacts.podIP;
@@ -660,18 +793,6 @@ export async function runFetchLoss(o: FetchLossOptions): Promise<FetchLossReport
         )
         .map((l) => `${pod}: ${l}`),
     );
-    const eventLogText = (readdirSync(eventLogDir, { recursive: true }) as string[]).map((f) => readText(join(eventLogDir, f))).join('\n');
-    const fetchFailedInEventLog = eventLogText
-      .split('\n')
-      .filter((l) => l.includes('"FetchFailed"'))
-      .map((l) => {
-        const ev = JSON.parse(l) as {
-          'Task End Reason': { 'Block Manager Address'?: { Host: string; Port: number } | null; Message: string };
-        };
-        const r = ev['Task End Reason'];
-        const bm = r['Block Manager Address'] ?? undefined;
-        return { host: bm?.Host, port: bm?.Port, cause: causeOf(r.Message) };
-      });
     const report: FetchLossReport = {
       sparkVersion: result.sparkVersion,
       variant: o.variant,
@@ -698,56 +819,57 @@ export async function runFetchLoss(o: FetchLossOptions): Promise<FetchLossReport
       },
       firstFetchFailed: fetchFailures[0],
       fetchFailures,
-      fetchFailedInEventLog,
+      fetchFailedInEventLog: fetchFailedInEventLog(eventLogText),
       connectFailures,
       tasksStillRunningAtJobEnd: stillRunning(events, jobEnd === undefined ? Number.POSITIVE_INFINITY : (jobEnd['atMs'] as number)),
       correct: result.correct,
-      driverSucceeded: phase === 'Succeeded',
-      leftovers,
+      driverSucceeded,
+      leftovers: app.leftovers,
       artifacts,
     };
     return report;
   } finally {
-    // Every pod of the application (the replacement executor Spark asks for included): its netns.
-    const podNetns: string[] = [];
-    try {
-      for (const p of [driverPod, ...(await appPods(admin, ns, appId)).map((x) => x.name)])
-        podNetns.push((await cluster.podRuntime(ns, p, 1_000).catch(() => undefined))?.netns ?? '');
-    } catch {
-      /* the API is down: the harness's own check will say so */
-    }
-    for (const u of undo.reverse()) {
-      try {
-        await u.fn();
-      } catch (error) {
-        leftovers.push(`${u.what}: ${error instanceof Error ? error.message : String(error)}`);
-      }
-    }
-    // Ours to check: the pods' netns (the DROP rules live in the lost one's), the black hole, the
-    // JVMs. The kubelet removes a deleted pod's netns and processes after the API has let it go:
-    // waited for, bounded.
-    const ourNetns = [victimNetns, ...podNetns].filter((n): n is string => n !== undefined && n !== '');
-    const remaining = (): string[] => {
-      const names = netnsNames();
-      const left = ourNetns
-        .filter((n, i, all) => names.has(n) && all.indexOf(n) === i)
-        .map((n) => `netns ${n}${n === victimNetns ? ' (with the DROP rules)' : ' of a deleted pod'}`);
-      const jvms = run('pgrep', ['-f', control], 5_000).stdout.trim();
-      if (jvms !== '') left.push(`processes using ${control}: ${jvms.replace(/\n/g, ' ')}`);
-      return left;
-    };
-    const cleanDeadline = Date.now() + 30_000;
-    let left = remaining();
-    while (left.length > 0 && Date.now() < cleanDeadline) {
-      await sleep(250);
-      left = remaining();
-    }
-    leftovers.push(...left);
-    const route = await cluster.execInNode(['ip', 'route', 'show', 'type', 'blackhole']);
-    if (route.stdout.trim() !== '') leftovers.push(`blackhole route: ${route.stdout.trim()}`);
-    rmSync(control, { recursive: true, force: true });
-    if (leftovers.length > 0) log(`leftovers: ${leftovers.join('; ')}`);
+    await cleanupApp(o, app);
   }
+}
+
+/** The job's FetchFailed task ends, times since `sinceMs`. */
+export function fetchFailuresOf(events: ReadonlyArray<Record<string, unknown>>, sinceMs: number): FetchFailure[] {
+  return events
+    .filter((e) => e['kind'] === 'taskEnd' && e['reason'] === 'FetchFailed')
+    .map((e) => {
+      const from = e['fetchFrom'] as { host: string; port: number } | undefined;
+      const message = String(e['message']);
+      return {
+        sinceLossMs: (e['atMs'] as number) - sinceMs,
+        executorId: String(e['executorId']),
+        host: from?.host,
+        port: from?.port,
+        cause: causeOf(message),
+        // the exception and its causes, without the stack frames
+        message: message
+          .split('\n')
+          .filter((l, i) => i === 0 || l.startsWith('Caused by:'))
+          .join('\n'),
+      };
+    });
+}
+
+/** FetchFailed task ends as Spark's event log records them. */
+export function fetchFailedInEventLog(
+  eventLogText: string,
+): Array<{ host: string | undefined; port: number | undefined; cause: FetchCause }> {
+  return eventLogText
+    .split('\n')
+    .filter((l) => l.includes('"FetchFailed"'))
+    .map((l) => {
+      const ev = JSON.parse(l) as {
+        'Task End Reason': { 'Block Manager Address'?: { Host: string; Port: number } | null; Message: string };
+      };
+      const r = ev['Task End Reason'];
+      const bm = r['Block Manager Address'] ?? undefined;
+      return { host: bm?.Host, port: bm?.Port, cause: causeOf(r.Message) };
+    });
 }
 
 /** Task starts before `until` with no end before it, matched by stage, partition and executor. */
@@ -767,7 +889,7 @@ function stillRunning(
   return [...open.values()].filter((t) => t.n > 0).map(({ stageId, partition, executorId }) => ({ stageId, partition, executorId }));
 }
 
-function copyLogs(podLogDirs: ReadonlyMap<string, string>, dest: string): void {
+export function copyLogs(podLogDirs: ReadonlyMap<string, string>, dest: string): void {
   for (const [pod, dir] of podLogDirs) {
     const file = join(dir, 'spark-kubernetes-executor.log');
     if (existsSync(file)) copyFileSync(file, join(dest, `${pod}.log`));

@@ -111,6 +111,7 @@ type containerRun struct {
 	restartCount int32
 	ready        bool
 	started      bool
+	runSpec      *containerSpecFile // what the running process was started with (preStop exec hooks run with it)
 }
 
 // ---- node.PodLifecycleHandler ----
@@ -201,7 +202,8 @@ func (p *provider) UpdatePod(ctx context.Context, pod *corev1.Pod) error {
 	return nil
 }
 
-// DeletePod starts the graceful termination (SIGTERM, grace period, SIGKILL) and returns; the
+// DeletePod starts the graceful termination (preStop hooks, SIGTERM, SIGKILL at the end of the
+// grace period; see terminate) and returns; the
 // terminal status is reported through NotifyPods once the processes are gone. When the pod is no
 // longer in the API (virtual-kubelet calls DeletePod again after its force delete) it is forgotten.
 func (p *provider) DeletePod(ctx context.Context, pod *corev1.Pod) error {
@@ -541,6 +543,7 @@ func (p *provider) startContainerLocked(r *podRun, c *containerRun, spec *contai
 	}
 	now := metav1.Now()
 	c.proc = proc
+	c.runSpec = spec
 	c.state = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}
 	c.started = true
 	// Readiness: no probes are run; a started container is ready (as a kubelet reports a
@@ -770,15 +773,19 @@ func (p *provider) failPod(r *podRun, reason, message string) {
 	p.finishIfAllExited(r)
 }
 
-// terminate: SIGTERM to every container's process group, SIGKILL to what is left after the grace
-// period (pkg/kubelet/kuberuntime killContainer semantics, without preStop hooks).
+// terminate stops every container of the pod in parallel, each as the kubelet's killContainer does
+// (pkg/kubelet/kuberuntime/kuberuntime_container.go at v1.34: killContainersWithSyncResult starts
+// one goroutine per container; see stopContainer for one container's steps).
 func (p *provider) terminate(r *podRun, grace time.Duration) {
 	r.mu.Lock()
-	var waits []chan struct{}
+	type running struct {
+		c    *containerRun
+		proc *procHandle
+	}
+	var stops []running
 	for _, c := range r.containers {
 		if c.proc != nil {
-			_ = syscall.Kill(-c.proc.pid, syscall.SIGTERM)
-			waits = append(waits, c.proc.done)
+			stops = append(stops, running{c, c.proc})
 		} else if c.state.Waiting != nil {
 			// Never started or backing off: nothing to stop.
 			c.state = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", FinishedAt: metav1.Now()}}
@@ -790,22 +797,144 @@ func (p *provider) terminate(r *podRun, grace time.Duration) {
 	}
 	r.cancel()
 	r.mu.Unlock()
-	deadline := time.After(grace)
-	for _, w := range waits {
+	var wg sync.WaitGroup
+	for _, s := range stops {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.stopContainer(r, s.c, s.proc, grace)
+		}()
+	}
+	wg.Wait()
+	p.finishIfAllExited(r)
+}
+
+// minimumStopWindow is the kubelet's minimumGracePeriodInSeconds (pkg/kubelet/kuberuntime/
+// kuberuntime_manager.go at v1.34): the least time between SIGTERM and SIGKILL.
+const minimumStopWindow = 2 * time.Second
+
+// stopWindow is what killContainer (kuberuntime_container.go at v1.34) leaves between SIGTERM and
+// SIGKILL: the grace period less the preStop hook's run time in whole seconds (executePreStopHook
+// returns int64(elapsed.Seconds()), truncated), never less than minimumStopWindow.
+func stopWindow(grace, hookTook time.Duration) time.Duration {
+	w := (grace/time.Second - hookTook/time.Second) * time.Second
+	if w < minimumStopWindow {
+		w = minimumStopWindow
+	}
+	return w
+}
+
+// stopContainer is killContainer for one container: the preStop hook when there is one and the
+// grace period is > 0 (bounded by the grace period: executePreStopHook stops waiting for it then),
+// then SIGTERM to the container's process group and SIGKILL once stopWindow has passed.
+func (p *provider) stopContainer(r *podRun, c *containerRun, proc *procHandle, grace time.Duration) {
+	var hookTook time.Duration
+	var hook *procHandle
+	if c.spec.Lifecycle != nil && c.spec.Lifecycle.PreStop != nil && grace >= time.Second {
+		hookTook, hook = p.runPreStop(r, c, proc, grace)
+	}
+	window := stopWindow(grace, hookTook)
+	select {
+	case <-proc.done:
+	default:
+		_ = syscall.Kill(-proc.pid, syscall.SIGTERM)
 		select {
-		case <-w:
-		case <-deadline:
-			r.mu.Lock()
-			for _, c := range r.containers {
-				if c.proc != nil {
-					_ = syscall.Kill(-c.proc.pid, syscall.SIGKILL)
-				}
-			}
-			r.mu.Unlock()
-			<-w
+		case <-proc.done:
+		case <-time.After(window):
+			_ = syscall.Kill(-proc.pid, syscall.SIGKILL)
+			<-proc.done
 		}
 	}
-	p.finishIfAllExited(r)
+	// A hook still running when its container is gone dies with it (in a runtime it runs inside the
+	// container's PID namespace and cgroup).
+	if hook != nil {
+		select {
+		case <-hook.done:
+		default:
+			_ = syscall.Kill(-hook.pid, syscall.SIGKILL)
+			<-hook.done
+		}
+	}
+}
+
+// runPreStop runs the container's preStop hook and waits for it at most the grace period, as
+// executePreStopHook does (pkg/kubelet/kuberuntime/kuberuntime_container.go at v1.34); it returns
+// how long it waited and, for an exec hook, its process (nil once done; killed when the container's
+// process exits first, as its PID namespace would take it). An exec hook runs the
+// hook's command (not $(VAR)-expanded, as a runtime's exec) with the container's environment,
+// mounts, hostname and network namespace (spawn with the container's spec, argv replaced). A sleep
+// hook sleeps; httpGet and tcpSocket hooks are not supported here: logged and skipped. The hook's
+// start, exit code and duration go to <logDir>/<container>.prestop.log, with its output (a real
+// kubelet keeps an exec hook's output only in the FailedPreStopHook event's message).
+func (p *provider) runPreStop(r *podRun, c *containerRun, proc *procHandle, grace time.Duration) (time.Duration, *procHandle) {
+	k := key(r.pod.Namespace, r.pod.Name)
+	name := c.spec.Name + ".prestop"
+	note := func(format string, a ...any) {
+		f, err := os.OpenFile(filepath.Join(r.logDir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		fmt.Fprintf(f, "process-kubelet %s "+format+"\n", append([]any{time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00")}, a...)...)
+	}
+	h := c.spec.Lifecycle.PreStop
+	start := time.Now()
+	switch {
+	case h.Exec != nil:
+		r.mu.Lock()
+		base := c.runSpec
+		r.mu.Unlock()
+		if base == nil || len(h.Exec.Command) == 0 {
+			note("preStop exec: no command or no container spec; skipped")
+			return 0, nil
+		}
+		spec := *base
+		spec.Argv = append([]string(nil), h.Exec.Command...)
+		note("preStop exec %q started (grace period %s)", spec.Argv, grace)
+		p.log.Info("preStop hook started", "pod", k, "container", c.spec.Name, "command", spec.Argv, "gracePeriod", grace)
+		hook, err := p.spawn(r, name, &spec)
+		if err != nil {
+			note("preStop exec failed to start: %v", err)
+			p.log.Warn("preStop hook failed to start", "pod", k, "container", c.spec.Name, "err", err)
+			return time.Since(start), nil
+		}
+		go func() {
+			<-hook.done
+			code, _ := exitCodeOf(hook.state)
+			took := time.Since(start)
+			note("preStop exec exited with code %d after %d ms", code, took.Milliseconds())
+			p.log.Info("preStop hook exited", "pod", k, "container", c.spec.Name, "exitCode", code, "took", took)
+		}()
+		select {
+		case <-hook.done:
+			return time.Since(start), nil
+		case <-proc.done:
+			// The container's process ended while its hook ran (e.g. decom.sh waiting for the JVM it
+			// signalled). In a runtime the hook runs in the container's PID namespace, and the end of
+			// that namespace's init kills every process in it (pid_namespaces(7)): so here.
+			note("preStop exec killed: the container's process exited %d ms after the hook started", time.Since(start).Milliseconds())
+			_ = syscall.Kill(-hook.pid, syscall.SIGKILL)
+			<-hook.done
+			return time.Since(start), nil
+		case <-time.After(grace):
+			note("preStop exec not completed in the grace period (%s)", grace)
+			p.log.Info("preStop hook not completed in grace period", "pod", k, "container", c.spec.Name, "gracePeriod", grace)
+			return time.Since(start), hook
+		}
+	case h.Sleep != nil:
+		d := time.Duration(h.Sleep.Seconds) * time.Second
+		note("preStop sleep %s started (grace period %s)", d, grace)
+		if d > grace {
+			d = grace
+		}
+		time.Sleep(d)
+		note("preStop sleep done after %d ms", time.Since(start).Milliseconds())
+		return time.Since(start), nil
+	default:
+		note("preStop hook of a kind the process kubelet does not run (httpGet, tcpSocket): skipped")
+		p.log.Warn("preStop hook not supported by the process kubelet (only exec and sleep): skipped", "pod", k, "container", c.spec.Name)
+		return 0, nil
+	}
 }
 
 // runToCompletion runs an init container and waits for it.

@@ -91,9 +91,9 @@ public final class FetchLossJob {
   static final class Recorder extends SparkListener {
     final List<Map<String, Object>> events = Collections.synchronizedList(new ArrayList<>());
 
-    boolean sawJobEnd() {
+    long jobEnds() {
       synchronized (events) {
-        return events.stream().anyMatch(e -> "jobEnd".equals(e.get("kind")));
+        return events.stream().filter(e -> "jobEnd".equals(e.get("kind"))).count();
       }
     }
 
@@ -159,7 +159,7 @@ public final class FetchLossJob {
     }
   }
 
-  private static void waitFor(Path file, long timeoutMs) throws InterruptedException {
+  static void waitFor(Path file, long timeoutMs) throws InterruptedException {
     long deadline = System.currentTimeMillis() + timeoutMs;
     while (!Files.exists(file)) {
       if (System.currentTimeMillis() > deadline) throw new IllegalStateException("no " + file + " after " + timeoutMs + " ms");
@@ -176,21 +176,10 @@ public final class FetchLossJob {
     long gateTimeoutMs = 300_000;
 
     Map<String, Object> result = new LinkedHashMap<>();
-    result.put("startedAtMs", System.currentTimeMillis());
-    JavaSparkContext sc = new JavaSparkContext(new SparkConf());
-    result.put("sparkVersion", sc.version());
     Recorder recorder = new Recorder();
-    sc.sc().addSparkListener(recorder);
-    result.put("applicationId", sc.sc().applicationId());
-    Files.writeString(control.resolve("app-id"), sc.sc().applicationId());
+    JavaSparkContext sc = start(control, recorder, result);
     try {
-      long deadline = System.currentTimeMillis() + 240_000;
-      // the driver is one of the infos
-      while (sc.sc().statusTracker().getExecutorInfos().length < executors + 1) {
-        if (System.currentTimeMillis() > deadline) throw new IllegalStateException("fewer than " + executors + " executors after 240 s");
-        Thread.sleep(50);
-      }
-      result.put("executorsRegisteredAtMs", System.currentTimeMillis());
+      awaitExecutors(sc, executors, result);
 
       List<Long> numbers = new ArrayList<>();
       for (long i = 0; i < records; i++) numbers.add(i);
@@ -229,16 +218,43 @@ public final class FetchLossJob {
       result.put("error", e.toString());
       throw e;
     } finally {
-      result.put("endedAtMs", System.currentTimeMillis());
-      // The listener bus is asynchronous: collect() can return before the job's end reaches the
-      // recorder (seen once: a result without its jobEnd). Wait for it, bounded.
-      long drain = System.currentTimeMillis() + 10_000;
-      while (System.currentTimeMillis() < drain && !recorder.sawJobEnd()) Thread.sleep(20);
-      result.put("events", new ArrayList<>(recorder.events));
-      Path tmp = control.resolve("result.json.tmp");
-      Files.writeString(tmp, new ObjectMapper().writerWithDefaultPrettyPrinter().writeValueAsString(result));
-      Files.move(tmp, control.resolve("result.json"));
-      sc.stop();
+      finish(sc, control, recorder, result, 1);
     }
+  }
+
+  /** The context with the recorder on it; the result's first fields; <control>/app-id. */
+  static JavaSparkContext start(Path control, Recorder recorder, Map<String, Object> result) throws Exception {
+    result.put("startedAtMs", System.currentTimeMillis());
+    JavaSparkContext sc = new JavaSparkContext(new SparkConf());
+    result.put("sparkVersion", sc.version());
+    sc.sc().addSparkListener(recorder);
+    result.put("applicationId", sc.sc().applicationId());
+    Files.writeString(control.resolve("app-id"), sc.sc().applicationId());
+    return sc;
+  }
+
+  /** Waits (240 s at most) until every executor has registered. */
+  static void awaitExecutors(JavaSparkContext sc, int executors, Map<String, Object> result) throws InterruptedException {
+    long deadline = System.currentTimeMillis() + 240_000;
+    // the driver is one of the infos
+    while (sc.sc().statusTracker().getExecutorInfos().length < executors + 1) {
+      if (System.currentTimeMillis() > deadline) throw new IllegalStateException("fewer than " + executors + " executors after 240 s");
+      Thread.sleep(50);
+    }
+    result.put("executorsRegisteredAtMs", System.currentTimeMillis());
+  }
+
+  /** <control>/result.json with the recorder's events, then the context stopped. */
+  static void finish(JavaSparkContext sc, Path control, Recorder recorder, Map<String, Object> result, long jobs) throws Exception {
+    result.put("endedAtMs", System.currentTimeMillis());
+    // The listener bus is asynchronous: collect() can return before the job's end reaches the
+    // recorder (seen once: a result without its jobEnd). Wait for it, bounded.
+    long drain = System.currentTimeMillis() + 10_000;
+    while (System.currentTimeMillis() < drain && recorder.jobEnds() < jobs) Thread.sleep(20);
+    result.put("events", new ArrayList<>(recorder.events));
+    Path tmp = control.resolve("result.json.tmp");
+    Files.writeString(tmp, new ObjectMapper().writerWithDefaultPrettyPrinter().writeValueAsString(result));
+    Files.move(tmp, control.resolve("result.json"));
+    sc.stop();
   }
 }
