@@ -8,13 +8,11 @@
  * Found open by the review of issue 17 class 8.
  */
 import { describe, expect, it } from 'vitest';
+import { stubReconcileContext } from '../../testkit/reconcile-context.ts';
 import type { KubeClient, Page } from '../kube/client.ts';
 import { Pod, type Service } from '../model/k8s-objects.ts';
 import { podFact } from '../model/spark-pod.ts';
-import type { Config } from '../ops/config.ts';
 import { planExecutorEvent } from '../rules/plan.ts';
-import type { ReconcileContext } from './context.ts';
-import { FactCache } from './memory.ts';
 import { FactView } from './observe.ts';
 
 const NS = 'spark';
@@ -62,13 +60,7 @@ describe('a shared pod read begun before a round, across a step of the dating cl
     it(`${name}: the later round does not take the earlier read's "absent" as fresh; it reads again`, async () => {
       const { client, answers } = pendingReads();
       let clock = Date.parse('2026-12-05T12:00:00Z');
-      const ctx: ReconcileContext = {
-        client,
-        config: { defaultBlockManagerPort: 7079, sweepPageSize: 500 } as unknown as Config,
-        now: () => new Date(clock),
-        log: { debug() {}, info() {}, warn() {}, error() {} },
-        facts: new FactCache(),
-      };
+      const ctx = stubReconcileContext(client, () => new Date(clock));
       const request = { namespace: NS, slots: [] };
       const first = new FactView(ctx, request);
       const firstRead = first.read([{ kind: 'pod', name: NAME }], []);
@@ -116,13 +108,7 @@ describe('the Services an update must read before it decides, read with its clai
           return Promise.resolve(undefined);
         },
       } as unknown as KubeClient;
-      const ctx: ReconcileContext = {
-        client,
-        config: { defaultBlockManagerPort: 7079, sweepPageSize: 500 } as unknown as Config,
-        now: () => new Date('2026-12-05T12:00:00Z'),
-        log: { debug() {}, info() {}, warn() {}, error() {} },
-        facts: new FactCache(),
-      };
+      const ctx = stubReconcileContext(client, () => new Date('2026-12-05T12:00:00Z'));
       const hint = podFact(runningExecutor(), 7079)!;
       const slot = { appId: hint.appId!, execId: hint.execId! };
       const plan = planExecutorEvent({ hint, slot, goneHint: false, update }, { serviceOf: () => undefined }, Date.now());

@@ -5,14 +5,12 @@
  * shared pod list stays usable by an event that joined it.
  */
 import { describe, expect, it } from 'vitest';
+import { stubReconcileContext } from '../../testkit/reconcile-context.ts';
 import type { KubeClient, Page } from '../../shared/kube/client.ts';
 import { KubeApiError } from '../../shared/kube/errors.ts';
 import { Pod, type Service } from '../../shared/model/k8s-objects.ts';
 import { podFact } from '../../shared/model/spark-pod.ts';
-import type { Config } from '../../shared/ops/config.ts';
 import { planExecutorEvent } from '../../shared/rules/plan.ts';
-import type { ReconcileContext } from '../../shared/engine/context.ts';
-import { FactCache } from '../../shared/engine/memory.ts';
 import { FactView } from '../../shared/engine/observe.ts';
 
 const NS = 'spark';
@@ -38,13 +36,7 @@ function setup(failing: 'pods' | 'services') {
     listServices: () => new Promise<Page<Service>>((resolve, reject) => svcLists.push({ resolve, reject })),
     readService: () => Promise.resolve(undefined),
   } as unknown as KubeClient;
-  const ctx: ReconcileContext = {
-    client,
-    config: { defaultBlockManagerPort: 7079, sweepPageSize: 500 } as unknown as Config,
-    now: () => new Date('2026-12-05T12:00:00Z'),
-    log: { debug() {}, info() {}, warn() {}, error() {} },
-    facts: new FactCache(),
-  };
+  const ctx = stubReconcileContext(client, () => new Date('2026-12-05T12:00:00Z'));
   const view = (execId: string) => {
     const hint = podFact(pod(execId), 7079)!;
     const slot = { appId: hint.appId!, execId };
