@@ -12,6 +12,8 @@
  *    the first refused connect is printed;
  *  - a pod ignoring SIGTERM is SIGKILLed after its grace period (exit 137);
  *  - a preStop exec hook runs before SIGTERM, in the container's netns with its env;
+ *  - containers start in spec order, each after the previous one's postStart hook has ended (the
+ *    pod Pending meanwhile), as sidecars that must be up first rely on;
  *  - deleting an owner pod makes the real garbage collector delete the Service it owns.
  * Needs root, iproute2, iptables and Go (see e2e/README.md); fails, naming what is missing, without.
  */
@@ -344,6 +346,69 @@ describe.each(MODES)('the real control plane and the process kubelet (kube-proxy
     expect(elapsed).toBeGreaterThanOrEqual(3000);
     expect(elapsed).toBeLessThan(10_000);
     process.stderr.write(`[plane.e2e] pod with a 3 s preStop hook removed after ${elapsed} ms (grace 10 s)\n`);
+  });
+
+  it('containers start in order, each after the one before it has run its postStart hook to the end; the pod stays Pending meanwhile', async () => {
+    const ms = 'date +%s%3N';
+    await tenantApi.call('POST', `/api/v1/namespaces/${NS}/pods`, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'sidecar-first', labels: { app: 'sidecar-first' } },
+      spec: {
+        terminationGracePeriodSeconds: 2,
+        volumes: [{ name: 'shared', emptyDir: {} }],
+        containers: [
+          {
+            name: 'sidecar',
+            image: 'process-kubelet/none',
+            // up only 2 s after its start: the hook waits for it, as a proxy's readiness check would
+            command: ['/bin/sh', '-c', `echo sidecar-start $(${ms}); sleep 2; echo up > /shared/up; while :; do sleep 0.1; done`],
+            volumeMounts: [{ name: 'shared', mountPath: '/shared' }],
+            lifecycle: {
+              postStart: {
+                exec: { command: ['/bin/sh', '-c', `until [ -e /shared/up ]; do sleep 0.05; done; echo hook-end $(${ms})`] },
+              },
+            },
+          },
+          {
+            name: 'main',
+            image: 'process-kubelet/none',
+            command: [
+              '/bin/sh',
+              '-c',
+              `echo main-start $(${ms}) $(cat /shared/up 2>/dev/null || echo not-up); while :; do sleep 0.1; done`,
+            ],
+            volumeMounts: [{ name: 'shared', mountPath: '/shared' }],
+          },
+        ],
+      },
+    });
+    // While the hook holds `main` back: the pod is Pending, the sidecar runs, main waits.
+    const held = await waitUntil('the sidecar running while main waits', 30_000, async () => {
+      const pod = await getPod(cluster.api, 'sidecar-first');
+      const state = (name: string): Record<string, unknown> | undefined =>
+        pod?.status.containerStatuses?.find((c) => c.name === name)?.state;
+      return state('sidecar')?.['running'] !== undefined && state('main')?.['waiting'] !== undefined ? pod : undefined;
+    });
+    expect(held.status.phase, 'a container not yet started leaves the pod Pending (kubelet getPhase)').toBe('Pending');
+    await waitRunningReady(cluster.api, 'sidecar-first');
+    const runtime = await cluster.podRuntime(NS, 'sidecar-first');
+    await waitUntil('main to start', 30_000, async () =>
+      readFileOrEmpty(join(runtime.logDir, 'main.log')).includes('main-start') ? true : undefined,
+    );
+    const sidecar = readFileOrEmpty(join(runtime.logDir, 'sidecar.log'));
+    const hook = readFileOrEmpty(join(runtime.logDir, 'sidecar.poststart.log'));
+    const main = readFileOrEmpty(join(runtime.logDir, 'main.log'));
+    const at = (text: string, re: RegExp): number => Number(re.exec(text)?.[1]);
+    expect(hook, 'the kubelet logs the hook').toMatch(/postStart exec .* started/);
+    expect(hook).toMatch(/postStart exec exited with code 0 after \d+ ms/);
+    expect(main, 'main saw what the sidecar made before the hook let it start').toMatch(/main-start \d+ up/);
+    expect(at(main, /main-start (\d+)/)).toBeGreaterThanOrEqual(at(hook, /hook-end (\d+)/));
+    expect(at(main, /main-start (\d+)/) - at(sidecar, /sidecar-start (\d+)/)).toBeGreaterThanOrEqual(2000);
+    await tenantApi.call('DELETE', `/api/v1/namespaces/${NS}/pods/sidecar-first`);
+    await waitUntil('sidecar-first to be removed', 30_000, async () =>
+      (await getPod(cluster.api, 'sidecar-first')) === undefined ? true : undefined,
+    );
   });
 
   it('deleting an owner pod makes the real garbage collector delete the Service it owns', async () => {

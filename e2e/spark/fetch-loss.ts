@@ -258,10 +258,12 @@ async function ensureDriverAccount(admin: ApiAccess, ns: string): Promise<void> 
  * entrypoint at /opt/entrypoint.sh and decommission script at /opt/decom.sh (hostPath volumes), the image's ENV (JAVA_HOME, SPARK_HOME); and
  * the job's control directory. Nothing of the recipe's own part is changed.
  */
-export function executorPodTemplate(line: SparkLine, jdk: string, controlDir: string): Record<string, unknown> {
-  const template = load(readFileSync(join(REPO, 'spark', 'executor-pod-template.yaml'), 'utf8')) as {
-    spec: { containers: Array<{ env?: unknown[]; volumeMounts?: unknown[] }>; volumes?: unknown[] };
-  };
+export interface ExecutorPodTemplate {
+  spec: { containers: Array<Record<string, unknown> & { env?: unknown[]; volumeMounts?: unknown[] }>; volumes?: unknown[] };
+}
+
+export function executorPodTemplate(line: SparkLine, jdk: string, controlDir: string): ExecutorPodTemplate {
+  const template = load(readFileSync(join(REPO, 'spark', 'executor-pod-template.yaml'), 'utf8')) as ExecutorPodTemplate;
   const container = template.spec.containers[0];
   if (container === undefined) throw new Error('the pod template has no container');
   container.env = [{ name: 'JAVA_HOME', value: jdk }, { name: 'SPARK_HOME', value: '/opt/spark' }, ...(container.env ?? [])];
@@ -271,14 +273,14 @@ export function executorPodTemplate(line: SparkLine, jdk: string, controlDir: st
     { name: 'e2e-control', mountPath: controlDir },
   ];
   template.spec.volumes = [...(template.spec.volumes ?? []), ...imageStandIns(line).volumes, hostPath('e2e-control', controlDir)];
-  return template as unknown as Record<string, unknown>;
+  return template;
 }
 
-function hostPath(name: string, path: string): Record<string, unknown> {
+export function hostPath(name: string, path: string): Record<string, unknown> {
   return { name, hostPath: { path } };
 }
 
-function imageStandIns(line: SparkLine): { volumes: Array<Record<string, unknown>>; mounts: Array<Record<string, unknown>> } {
+export function imageStandIns(line: SparkLine): { volumes: Array<Record<string, unknown>>; mounts: Array<Record<string, unknown>> } {
   return {
     volumes: [
       hostPath('image-spark-home', line.home),
@@ -445,8 +447,16 @@ export interface SparkApp {
   readonly log: (line: string) => void;
 }
 
-/** Names, control directory, pod template and conf of one application (nothing on the cluster yet). */
-export function prepareApp(o: SparkAppOptions, naming: { podPrefix: string; appName: string }): SparkApp {
+/**
+ * Names, control directory, pod template and conf of one application (nothing on the cluster yet).
+ * `setUp` may add to the executor pod template (sidecars, volumes) and the conf, given the
+ * application's control directory.
+ */
+export function prepareApp(
+  o: SparkAppOptions,
+  naming: { podPrefix: string; appName: string },
+  setUp?: (template: ExecutorPodTemplate, control: string) => Record<string, string>,
+): SparkApp {
   const appId = `spark-${randomBytes(16).toString('hex')}`;
   const prefix = `${naming.podPrefix}-${o.variant.key}-${appId.slice(6, 14)}`;
   const driverPod = `${prefix}-driver`;
@@ -457,7 +467,9 @@ export function prepareApp(o: SparkAppOptions, naming: { podPrefix: string; appN
   const artifacts = join(o.logDir, `${o.variant.key}-${o.line.version}`);
   mkdirSync(artifacts, { recursive: true });
   const templateFile = join(control, 'executor-pod-template.yaml');
-  writeFileSync(templateFile, dump(executorPodTemplate(o.line, javaHome(), control)));
+  const template = executorPodTemplate(o.line, javaHome(), control);
+  const extraConf = setUp?.(template, control) ?? {};
+  writeFileSync(templateFile, dump(template));
   const conf = sparkConf({
     appId,
     appName: naming.appName,
@@ -469,6 +481,7 @@ export function prepareApp(o: SparkAppOptions, naming: { podPrefix: string; appN
     eventLogDir,
     variant: o.variant,
   });
+  Object.assign(conf, extraConf);
   return {
     appId,
     driverPod,

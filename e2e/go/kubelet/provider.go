@@ -393,13 +393,18 @@ func (p *provider) startPod(r *podRun) {
 		}
 		specs[i] = spec
 	}
-	r.mu.Lock()
-	if r.deleting {
-		r.mu.Unlock()
-		p.finishIfAllExited(r)
-		return
-	}
+	// One after the other, in spec order, each container's postStart hook run to its end before the
+	// next container starts: the kubelet's SyncPod starts ContainersToStart in a loop
+	// (kuberuntime_manager.go:1490 at v1.34.4) and startContainer runs the hook synchronously
+	// (kuberuntime_container.go:318-334) — what sidecars that must be up first rely on (Istio's
+	// holdApplicationUntilProxyStarts).
 	for i, c := range r.containers {
+		r.mu.Lock()
+		if r.deleting {
+			r.mu.Unlock()
+			p.finishIfAllExited(r)
+			return
+		}
 		if err := p.startContainerLocked(r, c, specs[i]); err != nil {
 			msg := err.Error()
 			r.mu.Unlock()
@@ -407,12 +412,30 @@ func (p *provider) startPod(r *podRun) {
 			p.failPod(r, "ContainerStartFailed", msg)
 			return
 		}
+		proc := c.proc
+		p.setConditionsLocked(r)
+		p.setContainerStatusesLocked(r)
+		p.notifyLocked(r)
+		r.mu.Unlock()
+		if c.spec.Lifecycle != nil && c.spec.Lifecycle.PostStart != nil {
+			if err := p.runPostStart(r, c, proc); err != nil {
+				// As startContainer: the container is killed (killContainer, with its preStop and
+				// the pod's grace period) and the loop goes on to the next container; the
+				// container's exit then follows the restart policy (watchContainer).
+				p.log.Warn("postStart hook failed: container killed", "pod", k, "container", c.spec.Name, "err", err)
+				p.stopContainer(r, c, proc, podGrace(r.pod))
+			}
+		}
 	}
-	p.setConditionsLocked(r)
-	p.setContainerStatusesLocked(r)
-	p.notifyLocked(r)
-	r.mu.Unlock()
 	p.log.Info("pod running", "pod", k, "podIP", r.ip.String(), "netns", r.netns)
+}
+
+// podGrace is the pod's terminationGracePeriodSeconds (30 s when unset, as the API defaults it).
+func podGrace(pod *corev1.Pod) time.Duration {
+	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
+		return time.Duration(*g) * time.Second
+	}
+	return 30 * time.Second
 }
 
 func (p *provider) setupPod(r *podRun) error {
@@ -857,19 +880,10 @@ func (p *provider) stopContainer(r *podRun, c *containerRun, proc *procHandle, g
 	}
 }
 
-// runPreStop runs the container's preStop hook and waits for it at most the grace period, as
-// executePreStopHook does (pkg/kubelet/kuberuntime/kuberuntime_container.go at v1.34); it returns
-// how long it waited and, for an exec hook, its process (nil once done; killed when the container's
-// process exits first, as its PID namespace would take it). An exec hook runs the
-// hook's command (not $(VAR)-expanded, as a runtime's exec) with the container's environment,
-// mounts, hostname and network namespace (spawn with the container's spec, argv replaced). A sleep
-// hook sleeps; httpGet and tcpSocket hooks are not supported here: logged and skipped. The hook's
-// start, exit code and duration go to <logDir>/<container>.prestop.log, with its output (a real
-// kubelet keeps an exec hook's output only in the FailedPreStopHook event's message).
-func (p *provider) runPreStop(r *podRun, c *containerRun, proc *procHandle, grace time.Duration) (time.Duration, *procHandle) {
-	k := key(r.pod.Namespace, r.pod.Name)
-	name := c.spec.Name + ".prestop"
-	note := func(format string, a ...any) {
+// hookNote appends a line to <logDir>/<name>.log, where the hook's own output goes too (a real
+// kubelet keeps an exec hook's output only in the Failed…Hook event's message).
+func hookNote(r *podRun, name string) func(format string, a ...any) {
+	return func(format string, a ...any) {
 		f, err := os.OpenFile(filepath.Join(r.logDir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
 			return
@@ -877,22 +891,44 @@ func (p *provider) runPreStop(r *podRun, c *containerRun, proc *procHandle, grac
 		defer f.Close()
 		fmt.Fprintf(f, "process-kubelet %s "+format+"\n", append([]any{time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00")}, a...)...)
 	}
+}
+
+// spawnExecHook starts an exec hook as a runtime's exec runs it: the hook's command (not
+// $(VAR)-expanded) with the container's environment, mounts, hostname and network namespace
+// (spawn with the running container's spec, argv replaced); its output goes to <logDir>/<name>.log.
+func (p *provider) spawnExecHook(r *podRun, c *containerRun, name string, argv []string) (*procHandle, error) {
+	r.mu.Lock()
+	base := c.runSpec
+	r.mu.Unlock()
+	if base == nil {
+		return nil, errors.New("the container has no running spec")
+	}
+	spec := *base
+	spec.Argv = append([]string(nil), argv...)
+	return p.spawn(r, name, &spec)
+}
+
+// runPreStop runs the container's preStop hook and waits for it at most the grace period, as
+// executePreStopHook does (pkg/kubelet/kuberuntime/kuberuntime_container.go at v1.34); it returns
+// how long it waited and, for an exec hook, its process (nil once done; killed when the container's
+// process exits first, as its PID namespace would take it). A sleep hook sleeps; httpGet and
+// tcpSocket hooks are not supported here: logged and skipped. The hook's start, exit code and
+// duration go to <logDir>/<container>.prestop.log, with its output.
+func (p *provider) runPreStop(r *podRun, c *containerRun, proc *procHandle, grace time.Duration) (time.Duration, *procHandle) {
+	k := key(r.pod.Namespace, r.pod.Name)
+	name := c.spec.Name + ".prestop"
+	note := hookNote(r, name)
 	h := c.spec.Lifecycle.PreStop
 	start := time.Now()
 	switch {
 	case h.Exec != nil:
-		r.mu.Lock()
-		base := c.runSpec
-		r.mu.Unlock()
-		if base == nil || len(h.Exec.Command) == 0 {
-			note("preStop exec: no command or no container spec; skipped")
+		if len(h.Exec.Command) == 0 {
+			note("preStop exec: no command; skipped")
 			return 0, nil
 		}
-		spec := *base
-		spec.Argv = append([]string(nil), h.Exec.Command...)
-		note("preStop exec %q started (grace period %s)", spec.Argv, grace)
-		p.log.Info("preStop hook started", "pod", k, "container", c.spec.Name, "command", spec.Argv, "gracePeriod", grace)
-		hook, err := p.spawn(r, name, &spec)
+		note("preStop exec %q started (grace period %s)", h.Exec.Command, grace)
+		p.log.Info("preStop hook started", "pod", k, "container", c.spec.Name, "command", h.Exec.Command, "gracePeriod", grace)
+		hook, err := p.spawnExecHook(r, c, name, h.Exec.Command)
 		if err != nil {
 			note("preStop exec failed to start: %v", err)
 			p.log.Warn("preStop hook failed to start", "pod", k, "container", c.spec.Name, "err", err)
@@ -937,6 +973,65 @@ func (p *provider) runPreStop(r *podRun, c *containerRun, proc *procHandle, grac
 	}
 }
 
+// runPostStart runs the container's postStart hook to its end, as startContainer does
+// (kuberuntime_container.go:318-334 at v1.34.4: the handler runs synchronously, an exec handler
+// with no timeout of its own); an error means the hook failed (exit code ≠ 0, or it could not
+// start) and the caller kills the container. It stops waiting, killing the hook, when the
+// container's process exits (the hook dies with its PID namespace) or the pod is deleted. Exec and
+// sleep hooks; httpGet and tcpSocket are logged and skipped. Start, exit code and duration go to
+// <logDir>/<container>.poststart.log, with the hook's output.
+func (p *provider) runPostStart(r *podRun, c *containerRun, proc *procHandle) error {
+	k := key(r.pod.Namespace, r.pod.Name)
+	name := c.spec.Name + ".poststart"
+	note := hookNote(r, name)
+	h := c.spec.Lifecycle.PostStart
+	start := time.Now()
+	switch {
+	case h.Exec != nil:
+		if len(h.Exec.Command) == 0 {
+			note("postStart exec: no command; skipped")
+			return nil
+		}
+		note("postStart exec %q started", h.Exec.Command)
+		hook, err := p.spawnExecHook(r, c, name, h.Exec.Command)
+		if err != nil {
+			note("postStart exec failed to start: %v", err)
+			return fmt.Errorf("postStart exec failed to start: %w", err)
+		}
+		select {
+		case <-hook.done:
+			code, _ := exitCodeOf(hook.state)
+			note("postStart exec exited with code %d after %d ms", code, time.Since(start).Milliseconds())
+			p.log.Info("postStart hook exited", "pod", k, "container", c.spec.Name, "exitCode", code, "took", time.Since(start))
+			if code != 0 {
+				return fmt.Errorf("postStart exec exited with code %d", code)
+			}
+			return nil
+		case <-proc.done:
+			note("postStart exec killed: the container's process exited %d ms after the hook started", time.Since(start).Milliseconds())
+		case <-r.ctx.Done():
+			note("postStart exec killed: the pod is being deleted, %d ms after the hook started", time.Since(start).Milliseconds())
+		}
+		_ = syscall.Kill(-hook.pid, syscall.SIGKILL)
+		<-hook.done
+		return nil
+	case h.Sleep != nil:
+		d := time.Duration(h.Sleep.Seconds) * time.Second
+		note("postStart sleep %s started", d)
+		select {
+		case <-time.After(d):
+		case <-proc.done:
+		case <-r.ctx.Done():
+		}
+		note("postStart sleep done after %d ms", time.Since(start).Milliseconds())
+		return nil
+	default:
+		note("postStart hook of a kind the process kubelet does not run (httpGet, tcpSocket): skipped")
+		p.log.Warn("postStart hook not supported by the process kubelet (only exec and sleep): skipped", "pod", k, "container", c.spec.Name)
+		return nil
+	}
+}
+
 // runToCompletion runs an init container and waits for it.
 func (p *provider) runToCompletion(r *podRun, c corev1.Container) (int32, error) {
 	spec, err := p.containerSpec(r, c)
@@ -974,13 +1069,19 @@ func (p *provider) setConditionsLocked(r *podRun) {
 			initialized = len(r.pod.Spec.InitContainers) == 0 && sandbox
 		}
 	}
-	anyRunning := false
+	// Running once a container runs and none is still waiting for its first start (kubelet's
+	// getPhase, kubelet_pods.go:1642 at v1.34.4: `waiting > 0` → Pending): a sidecar whose
+	// postStart hook holds the next container back leaves the pod Pending.
+	anyRunning, anyWaiting := false, false
 	for _, c := range r.containers {
 		if c.state.Running != nil {
 			anyRunning = true
 		}
+		if c.state.Waiting != nil && c.lastState.Terminated == nil {
+			anyWaiting = true
+		}
 	}
-	if r.pod.Status.Phase == corev1.PodPending && anyRunning {
+	if r.pod.Status.Phase == corev1.PodPending && anyRunning && !anyWaiting {
 		r.pod.Status.Phase = corev1.PodRunning
 	}
 	cond := func(t corev1.PodConditionType, ok bool, reason string) corev1.PodCondition {

@@ -150,6 +150,11 @@ public final class FetchLossJob {
       } else if (!"Success".equals(f.get("reason"))) {
         f.put("message", reason.toString());
       }
+      // blocks and bytes this task fetched from other executors (or their shuffle services)
+      if (e.taskMetrics() != null && e.taskMetrics().shuffleReadMetrics().remoteBlocksFetched() > 0) {
+        f.put("remoteBlocksFetched", e.taskMetrics().shuffleReadMetrics().remoteBlocksFetched());
+        f.put("remoteBytesRead", e.taskMetrics().shuffleReadMetrics().remoteBytesRead());
+      }
       add("taskEnd", f);
     }
 
