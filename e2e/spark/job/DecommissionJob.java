@@ -32,17 +32,7 @@ import scala.Tuple2;
 public final class DecommissionJob {
   /** {records, sum} over every partition of the shuffle's output. */
   static long[] count(JavaPairRDD<Long, Long> shuffled) {
-    List<long[]> parts = shuffled
-        .mapPartitions(it -> {
-          long n = 0;
-          long sum = 0;
-          while (it.hasNext()) {
-            n++;
-            sum += it.next()._2();
-          }
-          return Collections.singletonList(new long[] {n, sum}).iterator();
-        })
-        .collect();
+    List<long[]> parts = shuffled.mapPartitions(it -> Collections.singletonList(FetchLossJob.countAndSum(it)).iterator()).collect();
     long n = 0;
     long sum = 0;
     for (long[] p : parts) {
@@ -67,9 +57,7 @@ public final class DecommissionJob {
     try {
       FetchLossJob.awaitExecutors(sc, executors, result);
 
-      List<Long> numbers = new ArrayList<>();
-      for (long i = 0; i < records; i++) numbers.add(i);
-      JavaPairRDD<Long, Long> shuffled = sc.parallelize(numbers, executors)
+      JavaPairRDD<Long, Long> shuffled = sc.parallelize(FetchLossJob.numbers(records), executors)
           .persist(StorageLevel.MEMORY_ONLY())
           .mapToPair(i -> new Tuple2<>(i, i))
           .partitionBy(new FetchLossJob.GatedPartitioner(0, data));

@@ -186,19 +186,14 @@ public final class FetchLossJob {
     try {
       awaitExecutors(sc, executors, result);
 
-      List<Long> numbers = new ArrayList<>();
-      for (long i = 0; i < records; i++) numbers.add(i);
-      JavaPairRDD<Long, Long> shuffled = sc.parallelize(numbers, executors)
+      JavaPairRDD<Long, Long> shuffled = sc.parallelize(numbers(records), executors)
           .mapToPair(i -> new Tuple2<>(i, i))
           .partitionBy(new GatedPartitioner(executors, data));
       List<long[]> parts = shuffled
           .mapPartitionsWithIndex((index, it) -> {
-            long n = 0;
-            long sum = 0;
-            while (it.hasNext()) {
-              n++;
-              sum += it.next()._2();
-            }
+            long[] counted = countAndSum(it);
+            long n = counted[0];
+            long sum = counted[1];
             if (index < executors) {
               String exec = SparkEnv.get().executorId();
               // a String, not the Path: the closure is serialized to the executors
@@ -225,6 +220,24 @@ public final class FetchLossJob {
     } finally {
       finish(sc, control, recorder, result, 1);
     }
+  }
+
+  /** The job's input: 0 .. records-1. */
+  static List<Long> numbers(long records) {
+    List<Long> numbers = new ArrayList<>();
+    for (long i = 0; i < records; i++) numbers.add(i);
+    return numbers;
+  }
+
+  /** {records, sum of values} of one partition's shuffle output. */
+  static long[] countAndSum(java.util.Iterator<Tuple2<Long, Long>> it) {
+    long n = 0;
+    long sum = 0;
+    while (it.hasNext()) {
+      n++;
+      sum += it.next()._2();
+    }
+    return new long[] {n, sum};
   }
 
   /** The context with the recorder on it; the result's first fields; <control>/app-id. */

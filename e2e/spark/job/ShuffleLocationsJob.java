@@ -41,27 +41,20 @@ public final class ShuffleLocationsJob {
     try {
       FetchLossJob.awaitExecutors(sc, executors, result);
 
-      List<Long> numbers = new ArrayList<>();
-      for (long i = 0; i < records; i++) numbers.add(i);
-      JavaPairRDD<Long, Long> shuffled = sc.parallelize(numbers, executors)
+      JavaPairRDD<Long, Long> shuffled = sc.parallelize(FetchLossJob.numbers(records), executors)
           .mapToPair(i -> new Tuple2<>(i, i))
           .partitionBy(new HashPartitioner(reducers));
       int shuffleId = ((ShuffleDependency<?, ?, ?>) shuffled.rdd().dependencies().head()).shuffleId();
       List<String> reports = shuffled
           .mapPartitionsWithIndex((index, it) -> {
-            long n = 0;
-            long sum = 0;
-            while (it.hasNext()) {
-              n++;
-              sum += it.next()._2();
-            }
+            long[] counted = FetchLossJob.countAndSum(it);
             TreeSet<String> from = new TreeSet<>();
             var locations = SparkEnv.get().mapOutputTracker().getMapSizesByExecutorId(shuffleId, index);
             while (locations.hasNext()) {
               BlockManagerId id = locations.next()._1();
               from.add(id.executorId() + "=" + id.host() + ":" + id.port());
             }
-            return Collections.singletonList(index + "\t" + SparkEnv.get().executorId() + "\t" + n + "\t" + sum + "\t" + String.join(",", from)).iterator();
+            return Collections.singletonList(index + "\t" + SparkEnv.get().executorId() + "\t" + counted[0] + "\t" + counted[1] + "\t" + String.join(",", from)).iterator();
           }, false)
           .collect();
       long n = 0;
