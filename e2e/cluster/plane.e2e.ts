@@ -383,16 +383,24 @@ describe.each(MODES)('the real control plane and the process kubelet (kube-proxy
         ],
       },
     });
-    // While the hook holds `main` back: the pod is Pending, the sidecar runs, main waits.
-    const held = await waitUntil('the sidecar running while main waits', 30_000, async () => {
-      const pod = await getPod(cluster.api, 'sidecar-first');
-      const state = (name: string): Record<string, unknown> | undefined =>
-        pod?.status.containerStatuses?.find((c) => c.name === name)?.state;
-      return state('sidecar')?.['running'] !== undefined && state('main')?.['waiting'] !== undefined ? pod : undefined;
-    });
-    expect(held.status.phase, 'a container not yet started leaves the pod Pending (kubelet getPhase)').toBe('Pending');
-    await waitRunningReady(cluster.api, 'sidecar-first');
+    // While the hook holds `main` back: the sidecar's process runs, main's has not started, and the
+    // API shows what a kubelet blocked in startContainer's hook shows — both containers Waiting
+    // (ContainerCreating), the pod Pending.
     const runtime = await cluster.podRuntime(NS, 'sidecar-first');
+    await waitUntil('the sidecar to start', 30_000, async () =>
+      readFileOrEmpty(join(runtime.logDir, 'sidecar.log')).includes('sidecar-start') ? true : undefined,
+    );
+    const held = await getPod(cluster.api, 'sidecar-first');
+    expect(readFileOrEmpty(join(runtime.logDir, 'main.log')), 'main not started while the hook runs').toBe('');
+    expect(held?.status.phase, 'a container not yet started leaves the pod Pending (kubelet getPhase)').toBe('Pending');
+    expect(
+      held?.status.containerStatuses?.map((c) => [c.name, Object.keys(c.state)[0]]),
+      'no container reported running while the hook runs',
+    ).toEqual([
+      ['sidecar', 'waiting'],
+      ['main', 'waiting'],
+    ]);
+    await waitRunningReady(cluster.api, 'sidecar-first');
     await waitUntil('main to start', 30_000, async () =>
       readFileOrEmpty(join(runtime.logDir, 'main.log')).includes('main-start') ? true : undefined,
     );

@@ -87,6 +87,12 @@ describe.runIf(ENABLED)('Spark fallbacks that keep the pod IP', () => {
   /** What both fallbacks share: the sidecar started first, each executor kept its pod IP and said why, the answer is exact. */
   const expectPodIpsKept = (report: FallbackReport, kind: FallbackKind): void => {
     expect(report.executors).toHaveLength(EXECUTORS);
+    // The sidecar still runs: what the executor was measured against held for the whole shuffle.
+    for (const states of report.containerStates)
+      expect(
+        states.every((st) => st.endsWith('=running')),
+        states.join(' '),
+      ).toBe(true);
     for (const containers of report.podContainers) {
       expect(containers.at(-1), 'Spark appends the executor container after the template’s others').toBe('spark-kubernetes-executor');
       expect(containers.length).toBe(2);

@@ -24,7 +24,7 @@
  * the kubelet does (startContainer runs the hook synchronously; SyncPod starts containers in
  * order). The process kubelet does the same (e2e/go/kubelet/provider.go startPod).
  */
-import { writeFileSync } from 'node:fs';
+import { copyFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
@@ -34,7 +34,6 @@ import {
   awaitJobEnd,
   BLOCK_MANAGER_PORT,
   cleanupApp,
-  copyLogs,
   type ExecutorFacts,
   type ExecutorPodTemplate,
   executorFacts,
@@ -96,6 +95,8 @@ export interface FallbackReport {
   readonly conf: Record<string, string>;
   /** The executor pods' containers, in the order Spark wrote them (the kubelet starts them so). */
   readonly podContainers: string[][];
+  /** Each executor pod's containers' states once the shuffle was done ("<name>=running"). */
+  readonly containerStates: string[][];
   readonly executors: ExecutorFacts[];
   readonly reduceTasks: ReduceTask[];
   /** Per reduce task (stage 1) that fetched from another executor: blocks and bytes. */
@@ -122,7 +123,12 @@ const TaskEnd = z.looseObject({
   remoteBlocksFetched: z.number().optional(),
   remoteBytesRead: z.number().optional(),
 });
-const PodContainers = z.looseObject({ spec: z.looseObject({ containers: z.array(z.looseObject({ name: z.string() })) }) });
+const PodContainers = z.looseObject({
+  spec: z.looseObject({ containers: z.array(z.looseObject({ name: z.string() })) }),
+  status: z
+    .looseObject({ containerStatuses: z.array(z.looseObject({ name: z.string(), state: z.record(z.string(), z.unknown()) })).optional() })
+    .optional(),
+});
 
 /** A postStart hook that returns once something listens on 127.0.0.1:<port> in the pod (60 s at most). */
 function untilListening(port: number): Record<string, unknown> {
@@ -183,9 +189,12 @@ export async function runFallback(o: FallbackOptions): Promise<FallbackReport> {
     app.log(`${o.variant.key} ${o.line.version}: shuffle done ${driverToShuffledMs} ms after the driver pod`);
     const executors = await executorFacts(o, app);
     const podContainers: string[][] = [];
+    const containerStates: string[][] = [];
     for (const e of executors) {
       const pod = await rawRequest(admin, 'GET', `/api/v1/namespaces/${ns}/pods/${e.pod}`);
-      podContainers.push(PodContainers.parse(pod.body).spec.containers.map((c) => c.name));
+      const parsed = PodContainers.parse(pod.body);
+      podContainers.push(parsed.spec.containers.map((c) => c.name));
+      containerStates.push((parsed.status?.containerStatuses ?? []).map((c) => `${c.name}=${Object.keys(c.state)[0] ?? 'none'}`).sort());
     }
     const sidecar = o.kind === 'shuffle-service' ? SIDECAR.shuffleService : SIDECAR.portHolder;
     const sidecarLines: string[] = [];
@@ -206,8 +215,6 @@ export async function runFallback(o: FallbackOptions): Promise<FallbackReport> {
           .map((l) => `${pod}: ${l}`),
       );
     }
-    copyLogs(app.podLogDirs, app.artifacts);
-
     writeFileSync(join(app.control, 'go'), String(Date.now()));
     const { result, driverSucceeded } = await awaitJobEnd(o, app, driver, o.jobTimeoutMs);
     const reduceTasks = ReduceTasks.parse(result['reduceTasks'] ?? []);
@@ -226,6 +233,7 @@ export async function runFallback(o: FallbackOptions): Promise<FallbackReport> {
       applicationId: app.appId,
       conf: app.conf,
       podContainers,
+      containerStates,
       executors,
       reduceTasks,
       remoteFetches,
@@ -238,6 +246,14 @@ export async function runFallback(o: FallbackOptions): Promise<FallbackReport> {
       artifacts: app.artifacts,
     };
   } finally {
+    // Every container's log, the sidecar's and its postStart hook's too, before the pods go.
+    for (const [pod, dir] of app.podLogDirs) {
+      try {
+        for (const f of readdirSync(dir).filter((n) => n.endsWith('.log'))) copyFileSync(join(dir, f), join(app.artifacts, `${pod}.${f}`));
+      } catch (error) {
+        app.log(`logs of ${pod}: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    }
     await cleanupApp(o, app);
   }
 }

@@ -9,6 +9,10 @@ import { hostname } from 'node:os';
 
 const port = Number(process.argv[2] ?? 8080);
 const server = createServer((socket) => {
+  // A client gone before the answer (a port probe that only connects) resets the connection: that
+  // one socket's error, not the server's — unhandled, it would end the process (seen: a sidecar
+  // probed by its postStart hook died, and its port was free again).
+  socket.on('error', () => undefined);
   socket.end(
     `${JSON.stringify({ podIP: process.env['POD_IP'] ?? null, hostname: hostname(), local: socket.localAddress, remote: socket.remoteAddress })}\n`,
   );

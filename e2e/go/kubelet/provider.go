@@ -112,6 +112,13 @@ type containerRun struct {
 	ready        bool
 	started      bool
 	runSpec      *containerSpecFile // what the running process was started with (preStop exec hooks run with it)
+	startedAt    metav1.Time        // when the running process was started (its postStart hook may still run)
+	// stopping: a stop (killContainer) of the running process is under way; terminate leaves it to it.
+	stopping bool
+	// hookGroups: process groups of exec hooks run for the running process. What a hook leaves
+	// behind lives on in a runtime until the container's PID namespace ends; here those groups are
+	// killed when the container's process exits.
+	hookGroups []int
 }
 
 // ---- node.PodLifecycleHandler ----
@@ -413,26 +420,33 @@ func (p *provider) startPod(r *podRun) {
 			return
 		}
 		proc := c.proc
-		p.setConditionsLocked(r)
-		p.setContainerStatusesLocked(r)
-		p.notifyLocked(r)
 		r.mu.Unlock()
-		if c.spec.Lifecycle != nil && c.spec.Lifecycle.PostStart != nil {
-			if err := p.runPostStart(r, c, proc); err != nil {
-				// As startContainer: the container is killed (killContainer, with its preStop and
-				// the pod's grace period) and the loop goes on to the next container; the
-				// container's exit then follows the restart policy (watchContainer).
-				p.log.Warn("postStart hook failed: container killed", "pod", k, "container", c.spec.Name, "err", err)
-				p.stopContainer(r, c, proc, podGrace(r.pod))
-			}
-		}
+		// A failed hook: the container is killed and the loop goes on to the next container (SyncPod
+		// ignores startContainer's error, kuberuntime_manager.go:1490).
+		p.runPostStartOf(r, c, proc)
+	}
+	// The status as the kubelet writes it once SyncPod has started every container.
+	r.mu.Lock()
+	deleting := r.deleting
+	p.setConditionsLocked(r)
+	p.setContainerStatusesLocked(r)
+	p.notifyLocked(r)
+	r.mu.Unlock()
+	if deleting {
+		p.finishIfAllExited(r)
+		return
 	}
 	p.log.Info("pod running", "pod", k, "podIP", r.ip.String(), "netns", r.netns)
 }
 
-// podGrace is the pod's terminationGracePeriodSeconds (30 s when unset, as the API defaults it).
-func podGrace(pod *corev1.Pod) time.Duration {
-	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
+// podGraceLocked is the grace period a kill uses (r.mu held): the deletion's when the pod is being
+// deleted, else terminationGracePeriodSeconds (30 s when unset, as the API defaults it), as the
+// kubelet's setTerminationGracePeriod.
+func podGraceLocked(r *podRun) time.Duration {
+	if g := r.pod.DeletionGracePeriodSeconds; g != nil {
+		return time.Duration(*g) * time.Second
+	}
+	if g := r.pod.Spec.TerminationGracePeriodSeconds; g != nil {
 		return time.Duration(*g) * time.Second
 	}
 	return 30 * time.Second
@@ -564,16 +578,61 @@ func (p *provider) startContainerLocked(r *podRun, c *containerRun, spec *contai
 	if err != nil {
 		return err
 	}
-	now := metav1.Now()
 	c.proc = proc
 	c.runSpec = spec
-	c.state = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}
-	c.started = true
-	// Readiness: no probes are run; a started container is ready (as a kubelet reports a
-	// container without a readinessProbe).
-	c.ready = true
+	c.startedAt = metav1.Now()
+	c.stopping = false
+	if hasPostStart(c) {
+		// Until its postStart hook has ended the container is not started (runPostStartOf).
+		c.state = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}
+		c.started, c.ready = false, false
+	} else {
+		c.markRunning()
+	}
 	go p.watchContainer(r, c, proc)
 	return nil
+}
+
+// markRunning: the container runs and counts as started and ready (no probes are run: a started
+// container is ready, as a kubelet reports a container without a readinessProbe).
+func (c *containerRun) markRunning() {
+	c.state = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: c.startedAt}}
+	c.started, c.ready = true, true
+}
+
+func hasPostStart(c *containerRun) bool {
+	return c.spec.Lifecycle != nil && c.spec.Lifecycle.PostStart != nil
+}
+
+// runPostStartOf runs the postStart hook of c's process proc, if it has one (r.mu not held). While
+// it runs the container shows Waiting (ContainerCreating): the kubelet writes no status while its
+// SyncPod is blocked in startContainer's hook. A failed hook gets the container killed, as
+// startContainer does (killContainer: preStop, SIGTERM, SIGKILL within the grace period); its exit
+// then follows the restart policy (watchContainer).
+func (p *provider) runPostStartOf(r *podRun, c *containerRun, proc *procHandle) {
+	if !hasPostStart(c) {
+		return
+	}
+	err := p.runPostStart(r, c, proc)
+	r.mu.Lock()
+	if c.proc != proc {
+		r.mu.Unlock() // exited meanwhile (watchContainer has its state)
+		return
+	}
+	if err == nil {
+		c.markRunning()
+		r.mu.Unlock()
+		return
+	}
+	if c.stopping {
+		r.mu.Unlock() // the pod's deletion stops it already
+		return
+	}
+	c.stopping = true
+	grace := podGraceLocked(r)
+	r.mu.Unlock()
+	p.log.Warn("postStart hook failed: container killed", "pod", key(r.pod.Namespace, r.pod.Name), "container", c.spec.Name, "err", err)
+	p.stopContainer(r, c, proc, grace)
 }
 
 // spawn starts `ip netns exec <netns> process-kubelet run-container <spec>` (or without the netns
@@ -631,10 +690,12 @@ func (p *provider) watchContainer(r *podRun, c *containerRun, proc *procHandle) 
 	<-proc.done
 	r.mu.Lock()
 	code, reason := exitCodeOf(proc.state)
-	startedAt := metav1.Now()
-	if c.state.Running != nil {
-		startedAt = c.state.Running.StartedAt
+	startedAt := c.startedAt
+	for _, g := range c.hookGroups {
+		_ = syscall.Kill(-g, syscall.SIGKILL)
 	}
+	c.hookGroups = nil
+	c.stopping = false
 	c.state = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
 		ExitCode: code, Reason: reason, StartedAt: startedAt, FinishedAt: metav1.Now(),
 	}}
@@ -669,10 +730,20 @@ func (p *provider) watchContainer(r *podRun, c *containerRun, proc *procHandle) 
 			if err != nil {
 				c.state = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "RunContainerError", Message: err.Error()}}
 			}
+			proc := c.proc
 			p.setConditionsLocked(r)
 			p.setContainerStatusesLocked(r)
 			p.notifyLocked(r)
 			r.mu.Unlock()
+			if err == nil {
+				// startContainer runs the hook on every start, restarts too.
+				p.runPostStartOf(r, c, proc)
+				r.mu.Lock()
+				p.setConditionsLocked(r)
+				p.setContainerStatusesLocked(r)
+				p.notifyLocked(r)
+				r.mu.Unlock()
+			}
 			return
 		}
 		r.mu.Unlock()
@@ -808,15 +879,17 @@ func (p *provider) terminate(r *podRun, grace time.Duration) {
 	var stops []running
 	for _, c := range r.containers {
 		if c.proc != nil {
-			stops = append(stops, running{c, c.proc})
-		} else if c.state.Waiting != nil {
-			// Never started or backing off: nothing to stop.
-			c.state = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", FinishedAt: metav1.Now()}}
-			if c.lastState.Terminated != nil {
-				c.state.Terminated.ExitCode = c.lastState.Terminated.ExitCode
-				c.state.Terminated.Reason = c.lastState.Terminated.Reason
+			if !c.stopping { // else a failed postStart hook's kill is under way: its exit ends it
+				c.stopping = true
+				stops = append(stops, running{c, c.proc})
 			}
+		} else if c.state.Waiting != nil && c.lastState.Terminated != nil {
+			// Backing off: nothing to stop; it ended as it last exited.
+			c.state = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: c.lastState.Terminated.ExitCode,
+				Reason: c.lastState.Terminated.Reason, FinishedAt: metav1.Now()}}
 		}
+		// Never started: left Waiting; finishIfAllExited reports it as the kubelet does (137,
+		// ContainerStatusUnknown).
 	}
 	r.cancel()
 	r.mu.Unlock()
@@ -905,7 +978,13 @@ func (p *provider) spawnExecHook(r *podRun, c *containerRun, name string, argv [
 	}
 	spec := *base
 	spec.Argv = append([]string(nil), argv...)
-	return p.spawn(r, name, &spec)
+	h, err := p.spawn(r, name, &spec)
+	if err == nil {
+		r.mu.Lock()
+		c.hookGroups = append(c.hookGroups, h.pid)
+		r.mu.Unlock()
+	}
+	return h, err
 }
 
 // runPreStop runs the container's preStop hook and waits for it at most the grace period, as
