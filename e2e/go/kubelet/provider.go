@@ -115,10 +115,6 @@ type containerRun struct {
 	startedAt    metav1.Time        // when the running process was started (its postStart hook may still run)
 	// stopping: a stop (killContainer) of the running process is under way; terminate leaves it to it.
 	stopping bool
-	// hookGroups: process groups of exec hooks run for the running process. What a hook leaves
-	// behind lives on in a runtime until the container's PID namespace ends; here those groups are
-	// killed when the container's process exits.
-	hookGroups []int
 }
 
 // ---- node.PodLifecycleHandler ----
@@ -615,8 +611,15 @@ func (p *provider) runPostStartOf(r *podRun, c *containerRun, proc *procHandle) 
 	}
 	err := p.runPostStart(r, c, proc)
 	r.mu.Lock()
-	if c.proc != proc {
-		r.mu.Unlock() // exited meanwhile (watchContainer has its state)
+	k := key(r.pod.Namespace, r.pod.Name)
+	exited := c.proc != proc
+	select {
+	case <-proc.done:
+		exited = true // watchContainer may not have taken r.mu yet: never report it Running
+	default:
+	}
+	if exited {
+		r.mu.Unlock() // watchContainer reports its end
 		return
 	}
 	if err == nil {
@@ -631,7 +634,7 @@ func (p *provider) runPostStartOf(r *podRun, c *containerRun, proc *procHandle) 
 	c.stopping = true
 	grace := podGraceLocked(r)
 	r.mu.Unlock()
-	p.log.Warn("postStart hook failed: container killed", "pod", key(r.pod.Namespace, r.pod.Name), "container", c.spec.Name, "err", err)
+	p.log.Warn("postStart hook failed: container killed", "pod", k, "container", c.spec.Name, "err", err)
 	p.stopContainer(r, c, proc, grace)
 }
 
@@ -691,10 +694,6 @@ func (p *provider) watchContainer(r *podRun, c *containerRun, proc *procHandle) 
 	r.mu.Lock()
 	code, reason := exitCodeOf(proc.state)
 	startedAt := c.startedAt
-	for _, g := range c.hookGroups {
-		_ = syscall.Kill(-g, syscall.SIGKILL)
-	}
-	c.hookGroups = nil
 	c.stopping = false
 	c.state = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
 		ExitCode: code, Reason: reason, StartedAt: startedAt, FinishedAt: metav1.Now(),
@@ -980,9 +979,14 @@ func (p *provider) spawnExecHook(r *podRun, c *containerRun, name string, argv [
 	spec.Argv = append([]string(nil), argv...)
 	h, err := p.spawn(r, name, &spec)
 	if err == nil {
-		r.mu.Lock()
-		c.hookGroups = append(c.hookGroups, h.pid)
-		r.mu.Unlock()
+		// What the hook leaves behind in its process group goes with it: in a runtime it would live
+		// on until the container's PID namespace ends; here it would outlive the pod. Killed right
+		// after the hook is reaped, while its group id cannot have been reused (a non-empty group
+		// keeps it; an empty one answers ESRCH).
+		go func() {
+			<-h.done
+			_ = syscall.Kill(-h.pid, syscall.SIGKILL)
+		}()
 	}
 	return h, err
 }
@@ -1060,7 +1064,9 @@ func (p *provider) runPreStop(r *podRun, c *containerRun, proc *procHandle, grac
 // sleep hooks; httpGet and tcpSocket are logged and skipped. Start, exit code and duration go to
 // <logDir>/<container>.poststart.log, with the hook's output.
 func (p *provider) runPostStart(r *podRun, c *containerRun, proc *procHandle) error {
+	r.mu.Lock()
 	k := key(r.pod.Namespace, r.pod.Name)
+	r.mu.Unlock()
 	name := c.spec.Name + ".poststart"
 	note := hookNote(r, name)
 	h := c.spec.Lifecycle.PostStart
@@ -1151,16 +1157,21 @@ func (p *provider) setConditionsLocked(r *podRun) {
 	// Running once a container runs and none is still waiting for its first start (kubelet's
 	// getPhase, kubelet_pods.go:1642 at v1.34.4: `waiting > 0` → Pending): a sidecar whose
 	// postStart hook holds the next container back leaves the pod Pending.
-	anyRunning, anyWaiting := false, false
+	// A container that has exited (or backs off after an exit) counts as stopped: under
+	// restartPolicy Always the pod is Running with none running (getPhase's last cases).
+	anyRunning, anyWaiting, anyStopped := false, false, false
 	for _, c := range r.containers {
-		if c.state.Running != nil {
+		switch {
+		case c.state.Running != nil:
 			anyRunning = true
-		}
-		if c.state.Waiting != nil && c.lastState.Terminated == nil {
+		case c.state.Waiting != nil && c.lastState.Terminated == nil:
 			anyWaiting = true
+		default:
+			anyStopped = true
 		}
 	}
-	if r.pod.Status.Phase == corev1.PodPending && anyRunning && !anyWaiting {
+	always := r.pod.Spec.RestartPolicy == corev1.RestartPolicyAlways || r.pod.Spec.RestartPolicy == ""
+	if r.pod.Status.Phase == corev1.PodPending && !anyWaiting && (anyRunning || (anyStopped && always)) {
 		r.pod.Status.Phase = corev1.PodRunning
 	}
 	cond := func(t corev1.PodConditionType, ok bool, reason string) corev1.PodCondition {
