@@ -77,6 +77,7 @@ func key(namespace, name string) string { return namespace + "/" + name }
 // podRun is one pod as this node runs it. Its fields are guarded by mu.
 type podRun struct {
 	mu         sync.Mutex
+	key        string      // namespace/name: fixed for the run (UpdatePod refuses another UID), read without mu
 	pod        *corev1.Pod // spec as last received; status is what we report
 	netns      string
 	hostIf     string
@@ -143,6 +144,7 @@ func (p *provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 	}
 	uid := strings.ReplaceAll(string(pod.UID), "-", "")
 	r := &podRun{
+		key:        k,
 		pod:        pod.DeepCopy(),
 		netns:      p.cfg.netnsPrefix + uid[:12],
 		hostIf:     fmt.Sprintf("vp%d", ipIndex(ip)),
@@ -366,7 +368,7 @@ func validatePod(pod *corev1.Pod) error {
 }
 
 func (p *provider) startPod(r *podRun) {
-	k := key(r.pod.Namespace, r.pod.Name)
+	k := r.key
 	err := p.setupPod(r)
 	close(r.setupDone)
 	if err != nil {
@@ -611,7 +613,7 @@ func (p *provider) runPostStartOf(r *podRun, c *containerRun, proc *procHandle) 
 	}
 	err := p.runPostStart(r, c, proc)
 	r.mu.Lock()
-	k := key(r.pod.Namespace, r.pod.Name)
+	k := r.key
 	exited := c.proc != proc
 	select {
 	case <-proc.done:
@@ -713,7 +715,7 @@ func (p *provider) watchContainer(r *podRun, c *containerRun, proc *procHandle) 
 	p.setContainerStatusesLocked(r)
 	p.notifyLocked(r)
 	r.mu.Unlock()
-	p.log.Info("container exited", "pod", key(r.pod.Namespace, r.pod.Name), "container", c.spec.Name, "exitCode", code, "restart", restart)
+	p.log.Info("container exited", "pod", r.key, "container", c.spec.Name, "exitCode", code, "restart", restart)
 	if restart {
 		select {
 		case <-time.After(delay):
@@ -813,7 +815,7 @@ func (p *provider) finishIfAllExited(r *podRun) {
 	p.setContainerStatusesLocked(r)
 	p.notifyLocked(r)
 	r.mu.Unlock()
-	p.log.Info("pod terminal", "pod", key(r.pod.Namespace, r.pod.Name), "phase", r.pod.Status.Phase)
+	p.log.Info("pod terminal", "pod", r.key, "phase", r.pod.Status.Phase)
 	p.teardownNetwork(r)
 	if r.pod.DeletionTimestamp != nil {
 		go p.finalizeDeletion(r.pod.Namespace, r.pod.Name, r.pod.UID, r.pod.Status.Phase)
@@ -998,7 +1000,7 @@ func (p *provider) spawnExecHook(r *podRun, c *containerRun, name string, argv [
 // tcpSocket hooks are not supported here: logged and skipped. The hook's start, exit code and
 // duration go to <logDir>/<container>.prestop.log, with its output.
 func (p *provider) runPreStop(r *podRun, c *containerRun, proc *procHandle, grace time.Duration) (time.Duration, *procHandle) {
-	k := key(r.pod.Namespace, r.pod.Name)
+	k := r.key
 	name := c.spec.Name + ".prestop"
 	note := hookNote(r, name)
 	h := c.spec.Lifecycle.PreStop
@@ -1064,9 +1066,7 @@ func (p *provider) runPreStop(r *podRun, c *containerRun, proc *procHandle, grac
 // sleep hooks; httpGet and tcpSocket are logged and skipped. Start, exit code and duration go to
 // <logDir>/<container>.poststart.log, with the hook's output.
 func (p *provider) runPostStart(r *podRun, c *containerRun, proc *procHandle) error {
-	r.mu.Lock()
-	k := key(r.pod.Namespace, r.pod.Name)
-	r.mu.Unlock()
+	k := r.key
 	name := c.spec.Name + ".poststart"
 	note := hookNote(r, name)
 	h := c.spec.Lifecycle.PostStart
